@@ -1,0 +1,1 @@
+//! Compaction planning (placeholder: being written).

@@ -1,0 +1,1 @@
+//! The kimi-rs engine: sessions, agent/turn/tool state machines, executor, permissions.

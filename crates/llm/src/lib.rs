@@ -1,0 +1,1 @@
+//! Provider trait, streaming wire formats (OpenAI, Kimi, Anthropic, Gemini), retries and model config.

@@ -1,0 +1,1 @@
+//! Loopback scripted-LLM server, temp-home harness and fixtures for tests.

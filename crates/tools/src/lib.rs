@@ -1,0 +1,1 @@
+//! Tool trait and the built-in tools.
