@@ -1,0 +1,5 @@
+//! Library half of the `kimi-rs` binary, so integration tests can drive the same code the
+//! command line runs.
+
+pub mod cli;
+pub mod conformance;
