@@ -1,0 +1,69 @@
+//! The real `kimi-rs` binary: version, help, and the conformance command's output contract.
+
+use assert_cmd::Command;
+use predicates::prelude::*;
+
+fn kimi() -> Command {
+    Command::cargo_bin("kimi-rs").expect("binary built")
+}
+
+#[test]
+fn version_and_help() {
+    kimi()
+        .arg("--version")
+        .assert()
+        .success()
+        .stdout(predicate::str::starts_with("kimi-rs "));
+    kimi().arg("--help").assert().success().stdout(
+        predicate::str::contains("--prompt")
+            .and(predicate::str::contains("--output-format"))
+            .and(predicate::str::contains("--session"))
+            .and(predicate::str::contains("--continue"))
+            .and(predicate::str::contains("--yolo"))
+            .and(predicate::str::contains("--add-dir"))
+            .and(predicate::str::contains("--skills-dir")),
+    );
+}
+
+#[test]
+fn conformance_counts_unknown_areas_as_failed_and_ends_with_the_totals_line() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("x.json"),
+        r#"{"area": "no_such_area", "cases": [{"name": "c", "input": {}, "expected": {}}]}"#,
+    )
+    .unwrap();
+    std::fs::write(dir.path().join("README.json.txt"), "not a case file").unwrap();
+    let out = kimi()
+        .args(["debug", "conformance"])
+        .arg(dir.path())
+        .assert()
+        .failure()
+        .get_output()
+        .stdout
+        .clone();
+    let text = String::from_utf8(out).unwrap();
+    assert!(text.contains("FAIL no_such_area :: c"), "{text}");
+    assert_eq!(text.lines().last(), Some("0 passed, 1 failed"), "{text}");
+}
+
+#[test]
+fn conformance_on_a_missing_directory_says_what_to_do() {
+    kimi()
+        .args(["debug", "conformance", "/definitely/not/here"])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("pass a directory of case files"));
+}
+
+#[test]
+fn conformance_rejects_a_case_file_that_is_not_json() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("broken.json"), "{ nope").unwrap();
+    kimi()
+        .args(["debug", "conformance"])
+        .arg(dir.path())
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("broken.json"));
+}
