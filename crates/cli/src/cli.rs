@@ -34,20 +34,27 @@ pub struct RunArgs {
     /// Run one prompt non-interactively (print mode) and exit.
     #[arg(short = 'p', long = "prompt")]
     pub prompt: Option<String>,
-    /// Output format of print mode.
-    #[arg(long = "output-format", value_enum, default_value = "text")]
-    pub output_format: OutputFormat,
+    /// Output format of print mode (default text, or $KIMI_MODEL_OUTPUT_FORMAT).
+    #[arg(long = "output-format", value_enum)]
+    pub output_format: Option<OutputFormat>,
     /// Resume a session by id (without an id: pick one).
-    #[arg(short = 'S', long = "session", num_args = 0..=1, default_missing_value = "")]
+    #[arg(
+        short = 'S',
+        long = "session",
+        num_args = 0..=1,
+        default_missing_value = "",
+        short_alias = 'r',
+        alias = "resume"
+    )]
     pub session: Option<String>,
     /// Continue the most recent session in this directory.
-    #[arg(short = 'c', long = "continue")]
+    #[arg(short = 'c', long = "continue", short_alias = 'C')]
     pub continue_session: bool,
     /// Model alias from config.toml.
     #[arg(short = 'm', long = "model")]
     pub model: Option<String>,
     /// Approve every tool call without asking.
-    #[arg(long)]
+    #[arg(short = 'y', long, aliases = ["yes", "auto-approve"])]
     pub yolo: bool,
     /// Auto mode: approve safe actions, ask for the rest.
     #[arg(long)]
@@ -90,8 +97,66 @@ pub enum DebugCommand {
     },
 }
 
+impl RunArgs {
+    /// The reference's start-up checks (surface.md §1.1); each failure is exit status 1.
+    pub fn validate(&self) -> Result<(), String> {
+        let print = self.prompt.is_some();
+        if self.prompt.as_deref().is_some_and(|p| p.trim().is_empty()) {
+            return Err("the prompt given with -p/--prompt is empty".to_owned());
+        }
+        if self.model.as_deref().is_some_and(str::is_empty) {
+            return Err("-m/--model needs a model alias".to_owned());
+        }
+        if self.output_format.is_some() && !print {
+            return Err("--output-format only applies with -p/--prompt".to_owned());
+        }
+        if print && (self.yolo || self.auto || self.plan) {
+            return Err(
+                "-p/--prompt runs in auto permission mode; drop --yolo, --auto and --plan"
+                    .to_owned(),
+            );
+        }
+        if self.agent.as_deref().is_some_and(str::is_empty) {
+            return Err("--agent needs a profile name".to_owned());
+        }
+        if self
+            .agent_file
+            .as_ref()
+            .is_some_and(|p| p.as_os_str().is_empty())
+        {
+            return Err("--agent-file needs a path".to_owned());
+        }
+        if self.agent.is_some() && self.agent_file.is_some() {
+            return Err("use either --agent or --agent-file, not both".to_owned());
+        }
+        let resuming = self.session.is_some() || self.continue_session;
+        if resuming && (self.agent.is_some() || self.agent_file.is_some()) {
+            return Err(
+                "a resumed session keeps its agent; drop --agent/--agent-file or start a new session"
+                    .to_owned(),
+            );
+        }
+        if print && self.session.as_deref() == Some("") {
+            return Err("-p/--prompt needs a session id with -S/--session".to_owned());
+        }
+        if self.continue_session && self.session.is_some() {
+            return Err("use either -c/--continue or -S/--session, not both".to_owned());
+        }
+        if self.yolo && self.auto {
+            return Err("use either --yolo or --auto, not both".to_owned());
+        }
+        Ok(())
+    }
+}
+
 pub fn main() -> ExitCode {
     let cli = Cli::parse();
+    if cli.command.is_none() {
+        if let Err(message) = cli.run.validate() {
+            eprintln!("kimi-rs: {message}");
+            return ExitCode::FAILURE;
+        }
+    }
     match cli.command {
         Some(Command::Debug {
             command: DebugCommand::Conformance { dir, area },

@@ -67,3 +67,37 @@ fn conformance_rejects_a_case_file_that_is_not_json() {
         .code(2)
         .stderr(predicate::str::contains("broken.json"));
 }
+
+#[test]
+fn invalid_flag_combinations_exit_1_with_a_reason() {
+    for (args, reason) in [
+        (vec!["-p", ""], "empty"),
+        (vec!["-p", "hi", "--yolo"], "auto permission mode"),
+        (vec!["--output-format", "text"], "only applies with -p"),
+        (vec!["--yolo", "--auto"], "either --yolo or --auto"),
+        (vec!["-c", "-S", "abc"], "either -c/--continue"),
+        (vec!["-p", "hi", "-S"], "needs a session id"),
+        (vec!["--agent", "a", "--agent-file", "f.md"], "either --agent"),
+    ] {
+        kimi()
+            .args(&args)
+            .assert()
+            .code(1)
+            .stderr(predicate::str::contains(reason));
+    }
+}
+
+#[test]
+fn hidden_aliases_are_accepted() {
+    // `-r` resumes like `-S`, `-y` is yolo; the combination `-r X -C` is rejected as -S with -c.
+    kimi()
+        .args(["-r", "abc", "-C"])
+        .assert()
+        .code(1)
+        .stderr(predicate::str::contains("either -c/--continue"));
+    kimi()
+        .args(["-y", "--auto"])
+        .assert()
+        .code(1)
+        .stderr(predicate::str::contains("either --yolo or --auto"));
+}

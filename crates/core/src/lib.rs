@@ -1,1 +1,5 @@
-//! The kimi-rs engine: sessions, agent/turn/tool state machines, executor, permissions.
+//! The kimi-rs engine: sessions, agent/turn/tool state machines, the step gate, the tool
+//! executor, permissions and hooks. Front ends talk to it only through `kimi_protocol::ops`.
+
+pub mod hooks;
+pub mod permission;

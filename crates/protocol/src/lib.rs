@@ -7,11 +7,14 @@
 
 pub mod loop_event;
 pub mod message;
+pub mod ops;
 pub mod origin;
+pub mod record;
 
 pub use loop_event::{LoopEvent, ToolResultPayload};
 pub use message::{ContentPart, MediaUrl, Message, Role, ToolCall, ToolSchema};
 pub use origin::Origin;
+pub use record::{Metadata, Record, RecordError, RecordPayload, WIRE_PROTOCOL_VERSION};
 
 /// Text of the tool result the fold synthesizes for a call that never got one (core.md §a.5 rule 7).
 pub const INTERRUPTED_TOOL_RESULT: &str = "Tool execution was interrupted before its result was recorded. Do not assume the tool completed successfully.";

@@ -1,0 +1,1 @@
+//! User hooks (placeholder: being written).

@@ -1,0 +1,1 @@
+//! Permission modes, the policy chain and user rules (placeholder: being written).

@@ -1,0 +1,232 @@
+//! The one protocol every front end speaks (design.md principle 4): operations go into the
+//! engine, events come out. The TUI, print mode, ACP and REST/WebSocket servers are adapters
+//! over these types and never reach into engine internals.
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::message::{ContentPart, Message, ToolCall};
+use crate::origin::Origin;
+
+/// Permission modes (surface.md §3.1); plan mode is a separate, orthogonal guard.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum PermissionMode {
+    Manual,
+    Yolo,
+    Auto,
+}
+
+/// How a user answered an approval request.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "decision", rename_all = "snake_case")]
+pub enum ApprovalDecision {
+    ApproveOnce,
+    ApproveForSession,
+    Reject,
+    RejectWithFeedback { feedback: String },
+}
+
+/// Operations a front end sends to a session.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "op", rename_all = "snake_case")]
+pub enum Op {
+    /// A new prompt; queued (and journaled) if a turn is running.
+    Submit {
+        input: Vec<ContentPart>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        origin: Option<Origin>,
+    },
+    /// Text that joins the running turn at its next step (or starts a turn when idle).
+    Steer { input: Vec<ContentPart> },
+    /// Cancel the running turn (and, with `queued`, the queued prompts too).
+    Cancel {
+        #[serde(default)]
+        queued: bool,
+    },
+    Approve {
+        request_id: String,
+        decision: ApprovalDecision,
+    },
+    Answer {
+        request_id: String,
+        answers: Value,
+    },
+    Undo { count: u32 },
+    Compact {
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        instruction: Option<String>,
+    },
+    SetPermissionMode { mode: PermissionMode },
+    SetPlanMode { enabled: bool },
+    SetModel { alias: String },
+    Shutdown,
+}
+
+/// Where an agent is waiting right now: the value `snapshot()` returns.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "state", rename_all = "snake_case")]
+pub enum AgentStatus {
+    Idle {
+        #[serde(default)]
+        background_tasks: u32,
+    },
+    Gating,
+    Streaming { step: u32 },
+    RunningTools { step: u32, pending: Vec<String> },
+    AwaitingApproval { request_id: String },
+    Backoff { attempt: u32, delay_ms: u64 },
+    Compacting,
+    Closing,
+}
+
+/// A request for the user's decision on one tool call.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ApprovalRequest {
+    pub request_id: String,
+    pub tool_call_id: String,
+    pub tool_name: String,
+    /// e.g. "run command", "edit file".
+    pub action: String,
+    pub summary: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub detail: Option<String>,
+    /// Unified diff for Write/Edit.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub diff: Option<String>,
+    /// Set when the command looks dangerous (recursive rm, sudo, curl|sh …).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub danger: Option<String>,
+    /// Why the permission chain asked (the deciding policy's name).
+    pub policy: String,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum TurnEndReason {
+    Completed,
+    Cancelled,
+    Failed,
+    Blocked,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct Usage {
+    pub input_other: u64,
+    pub output: u64,
+    pub input_cache_read: u64,
+    pub input_cache_creation: u64,
+}
+
+impl Usage {
+    pub fn total(&self) -> u64 {
+        self.input_other + self.output + self.input_cache_read + self.input_cache_creation
+    }
+}
+
+/// Events the engine emits. Turn ids are the same here, in the journal and in every front end.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type")]
+pub enum Event {
+    #[serde(rename = "turn.started")]
+    TurnStarted { turn_id: u64 },
+    #[serde(rename = "turn.ended")]
+    TurnEnded {
+        turn_id: u64,
+        reason: TurnEndReason,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        error: Option<String>,
+    },
+    #[serde(rename = "turn.step.started")]
+    StepStarted { turn_id: u64, step: u32 },
+    #[serde(rename = "turn.step.completed")]
+    StepCompleted {
+        turn_id: u64,
+        step: u32,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        finish_reason: Option<String>,
+    },
+    #[serde(rename = "turn.step.retrying")]
+    StepRetrying {
+        turn_id: u64,
+        failed_attempt: u32,
+        next_attempt: u32,
+        max_attempts: u32,
+        delay_ms: u64,
+        error_name: String,
+        error_message: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        status_code: Option<u16>,
+    },
+    #[serde(rename = "assistant.delta")]
+    AssistantDelta { text: String },
+    #[serde(rename = "thinking.delta")]
+    ThinkingDelta { text: String },
+    /// The finished assistant message of a step (tool calls included).
+    #[serde(rename = "assistant.message")]
+    AssistantMessage { message: Message },
+    #[serde(rename = "tool.call.started")]
+    ToolStarted { call: ToolCall },
+    #[serde(rename = "tool.progress")]
+    ToolProgress { tool_call_id: String, text: String },
+    #[serde(rename = "tool.result")]
+    ToolResult {
+        tool_call_id: String,
+        output: Vec<ContentPart>,
+        is_error: bool,
+    },
+    #[serde(rename = "approval.requested")]
+    ApprovalRequested(ApprovalRequest),
+    #[serde(rename = "question.requested")]
+    QuestionRequested { request_id: String, questions: Value },
+    #[serde(rename = "compaction.started")]
+    CompactionStarted { manual: bool },
+    #[serde(rename = "compaction.completed")]
+    CompactionCompleted { tokens_before: u64, tokens_after: u64 },
+    #[serde(rename = "compaction.cancelled")]
+    CompactionCancelled { reason: String },
+    #[serde(rename = "prompt.queued")]
+    PromptQueued { prompt_id: String },
+    #[serde(rename = "prompt.steered")]
+    PromptSteered { prompt_id: String },
+    #[serde(rename = "context.undone")]
+    ContextUndone { turns: u32 },
+    #[serde(rename = "usage")]
+    Usage { usage: Usage, context_tokens: u64 },
+    #[serde(rename = "status")]
+    Status { status: AgentStatus },
+    #[serde(rename = "warning")]
+    Warning { message: String },
+    #[serde(rename = "error")]
+    Error { message: String },
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use pretty_assertions::assert_eq;
+    use serde_json::json;
+
+    #[test]
+    fn ops_and_events_have_stable_json() {
+        let op: Op = serde_json::from_value(json!({"op": "approve", "request_id": "r1", "decision": {"decision": "reject_with_feedback", "feedback": "no"}})).unwrap();
+        assert_eq!(
+            op,
+            Op::Approve {
+                request_id: "r1".into(),
+                decision: ApprovalDecision::RejectWithFeedback {
+                    feedback: "no".into()
+                }
+            }
+        );
+        let ev = Event::TurnEnded {
+            turn_id: 3,
+            reason: TurnEndReason::Completed,
+            error: None,
+        };
+        assert_eq!(
+            serde_json::to_value(&ev).unwrap(),
+            json!({"type": "turn.ended", "turn_id": 3, "reason": "completed"})
+        );
+    }
+}
