@@ -3,3 +3,4 @@
 
 pub mod hooks;
 pub mod permission;
+pub mod prompt;
