@@ -1,0 +1,3 @@
+//! The agent engine: state machines, the turn loop and the step gate.
+
+pub mod state;
