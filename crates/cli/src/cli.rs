@@ -78,6 +78,12 @@ pub struct RunArgs {
 
 #[derive(Debug, Subcommand)]
 pub enum Command {
+    /// Offline demo: a scripted model fixes a failing test with the real engine and tools.
+    Demo {
+        /// Directory to create the example project in (default: a new temporary directory).
+        #[arg(long)]
+        dir: Option<PathBuf>,
+    },
     /// Developer tools.
     Debug {
         #[command(subcommand)]
@@ -158,15 +164,31 @@ pub fn main() -> ExitCode {
         }
     }
     match cli.command {
+        Some(Command::Demo { dir }) => match crate::demo::run(dir) {
+            Ok(code) => ExitCode::from(code),
+            Err(err) => {
+                eprintln!("kimi-rs: {err:#}");
+                ExitCode::FAILURE
+            }
+        },
         Some(Command::Debug {
             command: DebugCommand::Conformance { dir, area },
         }) => run_conformance(&dir, area.as_deref()),
-        None => {
-            eprintln!(
-                "kimi-rs: the agent engine is not built yet; `kimi-rs --help` lists what works today."
-            );
-            ExitCode::from(2)
-        }
+        None => match &cli.run.prompt {
+            Some(prompt) => match crate::run::print_mode(&cli.run, prompt) {
+                Ok(code) => ExitCode::from(code),
+                Err(err) => {
+                    eprintln!("kimi-rs: {err:#}");
+                    ExitCode::from(crate::run::EXIT_FAILED)
+                }
+            },
+            None => {
+                eprintln!(
+                    "kimi-rs: the interactive terminal UI is not wired in yet; run a prompt with `kimi-rs -p \"...\"` or try `kimi-rs demo`"
+                );
+                ExitCode::from(2)
+            }
+        },
     }
 }
 

@@ -3,4 +3,6 @@
 
 pub mod cli;
 pub mod conformance;
+pub mod demo;
 pub mod print;
+pub mod run;

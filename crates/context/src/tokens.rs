@@ -57,7 +57,7 @@ pub fn estimate_tools(tools: &[ToolSchema]) -> u64 {
         .map(|t| {
             estimate_text(&t.name)
                 + estimate_text(&t.description)
-                + estimate_text(&t.parameters.to_string())
+                + estimate_text(&crate::fold::js_stringify(&t.parameters))
         })
         .sum()
 }
@@ -70,11 +70,22 @@ mod tests {
 
     #[test]
     fn weights_match_the_reference() {
-        for (text, want) in [("", 0), ("abcd", 1), ("中文", 2), ("ab中", 2), ("aaaa中中中", 4), ("😀", 1)] {
+        for (text, want) in [
+            ("", 0),
+            ("abcd", 1),
+            ("中文", 2),
+            ("ab中", 2),
+            ("aaaa中中中", 4),
+            ("😀", 1),
+        ] {
             assert_eq!(estimate_text(text), want, "{text:?}");
         }
         let mut msg = Message::new(Role::Assistant, vec![ContentPart::text("hi")]);
-        msg.tool_calls = vec![ToolCall::new("c", "Bash", Some(r#"{"command":"ls"}"#.into()))];
+        msg.tool_calls = vec![ToolCall::new(
+            "c",
+            "Bash",
+            Some(r#"{"command":"ls"}"#.into()),
+        )];
         assert_eq!(estimate_message(&msg), 11);
     }
 

@@ -5,3 +5,4 @@ pub mod engine;
 pub mod hooks;
 pub mod permission;
 pub mod prompt;
+pub mod session;

@@ -265,6 +265,7 @@ pub struct Message {
     pub note: Option<String>,
 }
 
+#[allow(clippy::trivially_copy_pass_by_ref)] // serde passes a reference
 fn is_false(b: &bool) -> bool {
     !*b
 }

@@ -12,7 +12,12 @@ const STRING_WILDCARDS: [&str; 3] = ["<HOME>", "<AGENT_SCOPE>", "<UUID>"];
 /// Compare after canonicalising both sides; returns one line per difference (empty = equal).
 pub fn diff(expected: &Value, actual: &Value) -> Vec<String> {
     let mut out = Vec::new();
-    walk("$", &canonicalize(expected), &canonicalize(actual), &mut out);
+    walk(
+        "$",
+        &canonicalize(expected),
+        &canonicalize(actual),
+        &mut out,
+    );
     out
 }
 
@@ -31,7 +36,11 @@ fn walk(path: &str, expected: &Value, actual: &Value, out: &mut Vec<String>) {
         (Value::String(e), Value::Number(_)) if e == ANY_NUMBER => {}
         (Value::String(e), Value::String(a)) if has_wildcard(e) => {
             if !wildcard_match(e, a) {
-                out.push(format!("{path}: expected {}, got {}", short(expected), short(actual)));
+                out.push(format!(
+                    "{path}: expected {}, got {}",
+                    short(expected),
+                    short(actual)
+                ));
             }
         }
         (Value::Object(e), Value::Object(a)) => {
@@ -73,7 +82,11 @@ fn walk(path: &str, expected: &Value, actual: &Value, out: &mut Vec<String>) {
         }
         _ => {
             if expected != actual {
-                out.push(format!("{path}: expected {}, got {}", short(expected), short(actual)));
+                out.push(format!(
+                    "{path}: expected {}, got {}",
+                    short(expected),
+                    short(actual)
+                ));
             }
         }
     }

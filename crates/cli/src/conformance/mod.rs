@@ -101,10 +101,11 @@ fn case_files(dir: &Path) -> Result<Vec<(PathBuf, Value)>, ConformanceError> {
             path: path.clone(),
             source,
         })?;
-        let value: Value = serde_json::from_str(&text).map_err(|source| ConformanceError::Parse {
-            path: path.clone(),
-            source,
-        })?;
+        let value: Value =
+            serde_json::from_str(&text).map_err(|source| ConformanceError::Parse {
+                path: path.clone(),
+                source,
+            })?;
         if value.get("cases").is_some_and(Value::is_array) {
             files.push((path, value));
         }
@@ -138,13 +139,23 @@ pub fn run_dir(dir: &Path, area_filter: Option<&str>) -> Result<Report, Conforma
     let mut report = Report::default();
     for (path, file) in case_files(dir)? {
         let file_area = file.get("area").and_then(Value::as_str).unwrap_or("");
-        let cases = file.get("cases").and_then(Value::as_array).cloned().unwrap_or_default();
+        let cases = file
+            .get("cases")
+            .and_then(Value::as_array)
+            .cloned()
+            .unwrap_or_default();
         for case in cases {
-            let area = case.get("area").and_then(Value::as_str).unwrap_or(file_area);
+            let area = case
+                .get("area")
+                .and_then(Value::as_str)
+                .unwrap_or(file_area);
             if area_filter.is_some_and(|f| f != area) {
                 continue;
             }
-            let name = case.get("name").and_then(Value::as_str).unwrap_or("(unnamed)");
+            let name = case
+                .get("name")
+                .and_then(Value::as_str)
+                .unwrap_or("(unnamed)");
             report.results.push(CaseResult {
                 area: area.to_owned(),
                 name: name.to_owned(),

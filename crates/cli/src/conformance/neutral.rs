@@ -219,7 +219,14 @@ fn canonical_part(part: &Value) -> Value {
     let Value::Object(mut obj) = part else {
         return part;
     };
-    for nested in ["imageUrl", "image_url", "audioUrl", "audio_url", "videoUrl", "video_url"] {
+    for nested in [
+        "imageUrl",
+        "image_url",
+        "audioUrl",
+        "audio_url",
+        "videoUrl",
+        "video_url",
+    ] {
         if let Some(Value::Object(inner)) = obj.remove(nested) {
             for (k, v) in inner {
                 obj.entry(k).or_insert(v);

@@ -1,3 +1,12 @@
-//! The agent engine: state machines, the turn loop and the step gate.
+//! The agent engine: state machines, the journal-backed history, the tool executor, the turn
+//! loop and the step gate.
 
+pub mod agent;
+pub mod compact;
+pub mod executor;
+pub mod log;
+pub mod records;
+pub mod repeat;
+pub mod runtime;
 pub mod state;
+pub mod turn;

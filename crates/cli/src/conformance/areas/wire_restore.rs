@@ -1,7 +1,12 @@
-//! Conformance adapter for the `wire_restore` area: runs one case input through the real code.
+//! Conformance adapter for the `wire_restore` area. Journal reading, line parsing, migration
+//! steps, serialisation and the turn clock run through `kimi_store::wire_cases`; `replayContext`
+//! cases go to `wire_restore_replay`.
 
 use serde_json::Value;
 
-pub fn run(_input: &Value) -> Result<Value, String> {
-    Err("area wire_restore is not built yet".to_owned())
+pub fn run(input: &Value) -> Result<Value, String> {
+    match input.get("fn").and_then(Value::as_str) {
+        Some("replayContext") => super::wire_restore_replay::replay_context(input),
+        _ => kimi_store::wire_cases::run(input),
+    }
 }

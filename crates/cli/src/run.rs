@@ -1,0 +1,164 @@
+//! Running the agent from the command line: resolving the model, opening (or resuming) the
+//! session, and print mode (`-p`), which submits one prompt, writes the events in the chosen
+//! format and exits with the turn's outcome.
+
+use std::io::IsTerminal;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use anyhow::{Context, anyhow};
+use kimi_core::engine::runtime::ApproveAll;
+use kimi_core::session::{OpenedSession, Resume, SessionSetup, latest_session, open_session};
+use kimi_llm::config::LlmConfig;
+use kimi_llm::{ModelParams, Provider, RetryPolicy, build_provider};
+use kimi_protocol::ContentPart;
+use kimi_protocol::ops::{Event, Op, TurnEndReason};
+use kimi_store::{FsyncPolicy, Home, SessionStore};
+
+use crate::cli::{OutputFormat, RunArgs};
+use crate::print::{JsonWriter, TextWriter, TurnWriter, resume_hint_command};
+
+/// Exit status of print mode: 0 completed, 1 failed (or could not start), 130 cancelled.
+pub const EXIT_FAILED: u8 = 1;
+pub const EXIT_CANCELLED: u8 = 130;
+
+pub struct ModelChoice {
+    pub provider: Arc<dyn Provider>,
+    pub params: ModelParams,
+    pub max_context_tokens: u64,
+}
+
+/// `config.toml` of the home (absent = empty) plus the `KIMI_MODEL_*` environment.
+pub fn resolve_model(home: &std::path::Path, alias: Option<&str>) -> anyhow::Result<ModelChoice> {
+    let path = home.join("config.toml");
+    let config = if path.exists() {
+        LlmConfig::load(&path)?
+    } else {
+        LlmConfig {
+            path: path.clone(),
+            ..LlmConfig::default()
+        }
+    };
+    let env = |name: &str| std::env::var(name).ok();
+    let model = config.resolve_model(alias, &env)?;
+    let provider = build_provider(&model)?;
+    let params = ModelParams {
+        max_tokens: model.max_output_size,
+        thinking: model.effective_thinking(None),
+        ..ModelParams::default()
+    };
+    Ok(ModelChoice {
+        provider,
+        params,
+        max_context_tokens: model.max_context_size,
+    })
+}
+
+pub fn setup(
+    home: PathBuf,
+    cwd: PathBuf,
+    resume: Resume,
+    model: ModelChoice,
+    additional_dirs: Vec<PathBuf>,
+) -> SessionSetup {
+    SessionSetup {
+        home,
+        cwd,
+        resume,
+        provider: model.provider,
+        params: model.params,
+        max_context_tokens: model.max_context_tokens,
+        max_steps_per_turn: None,
+        retry: RetryPolicy::default(),
+        // Print mode forces auto; until the permission chain is wired in, auto approves.
+        permissions: Arc::new(ApproveAll),
+        additional_dirs,
+        tool_env: std::env::vars().collect(),
+        fsync: FsyncPolicy::EveryBatch,
+    }
+}
+
+/// Feed events to `writer` until the turn ends; returns how it ended.
+pub async fn drive_turn(
+    opened: &mut OpenedSession,
+    writer: &mut dyn TurnWriter,
+    prompt: &str,
+) -> anyhow::Result<(TurnEndReason, Option<String>)> {
+    let handle = opened.agent.handle.clone();
+    if !handle.send(Op::Submit {
+        input: vec![ContentPart::text(prompt)],
+        origin: None,
+    }) {
+        return Err(anyhow!("the agent stopped before the prompt could be sent"));
+    }
+    while let Some(event) = opened.agent.events.recv().await {
+        if let Event::StepRetrying { .. } = &event {
+            writer.discard_assistant();
+        }
+        writer.event(&event)?;
+        if let Event::TurnEnded { reason, error, .. } = event {
+            return Ok((reason, error));
+        }
+    }
+    Err(anyhow!("the agent stopped without ending the turn"))
+}
+
+pub fn print_mode(args: &RunArgs, prompt: &str) -> anyhow::Result<u8> {
+    let home = kimi_store::home_from_env()?;
+    let cwd = std::env::current_dir().context("cannot read the current directory")?;
+    let resume = match (&args.session, args.continue_session) {
+        (Some(id), _) => Resume::Id(id.clone()),
+        (None, true) => {
+            let store = SessionStore::new(Home::new(&home));
+            if latest_session(&store, &cwd).is_none() {
+                eprintln!("kimi-rs: no earlier session in this directory; starting a new one");
+            }
+            Resume::Latest
+        }
+        (None, false) => Resume::New,
+    };
+    let model = resolve_model(&home, args.model.as_deref())?;
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .context("cannot start the async runtime")?;
+    let format = args.output_format.unwrap_or(OutputFormat::Text);
+    runtime.block_on(async move {
+        let mut opened = open_session(setup(home, cwd.clone(), resume, model, args.add_dir.clone()))?;
+        if opened.resumed {
+            eprintln!("kimi-rs: resuming session {}", opened.session.state.id);
+        }
+        let session_id = opened.session.state.id.clone();
+        let command = resume_hint_command(&session_id, Some(&cwd.display().to_string()));
+        let columns = std::io::stdout().is_terminal().then_some(100);
+        let (reason, error) = match format {
+            OutputFormat::Text => {
+                let mut writer = TextWriter::new(std::io::stdout(), std::io::stderr(), columns, None);
+                let outcome = drive_turn(&mut opened, &mut writer, prompt).await;
+                writer.finish()?;
+                writer.resume_hint(&session_id, &command)?;
+                outcome?
+            }
+            OutputFormat::StreamJson => {
+                let mut writer = JsonWriter::new(std::io::stdout());
+                let outcome = drive_turn(&mut opened, &mut writer, prompt).await;
+                writer.finish()?;
+                writer.resume_hint(&session_id, &command)?;
+                outcome?
+            }
+        };
+        opened.agent.handle.send(Op::Shutdown);
+        let _ = opened.agent.join.await;
+        Ok(match reason {
+            TurnEndReason::Completed => 0,
+            TurnEndReason::Cancelled => EXIT_CANCELLED,
+            TurnEndReason::Failed | TurnEndReason::Blocked => {
+                if let Some(error) = error {
+                    eprintln!("kimi-rs: the turn failed: {error}");
+                }
+                EXIT_FAILED
+            }
+        })
+    })
+}

@@ -1,0 +1,279 @@
+//! An agent as two cooperating tasks over one `Runtime`: the dispatcher takes operations from
+//! the front ends (submit, steer, cancel, approve, …) the moment they arrive, and the runner
+//! executes queued work one turn at a time. A steer accepted at any moment is either consumed
+//! at the running turn's next gate or, if the turn is already ending, starts the next turn —
+//! never lost in between.
+
+use std::sync::Arc;
+
+use kimi_protocol::ops::{ApprovalDecision, Event, Op};
+use kimi_protocol::{ContentPart, Origin, RecordPayload};
+use tokio::sync::mpsc;
+use tokio::task::JoinHandle;
+use tokio_util::sync::CancellationToken;
+
+use super::executor::UserAnswer;
+use super::log::{AgentLog, QueuedPrompt};
+use super::records as rec;
+use super::runtime::{AgentConfig, Job, Pending, Runtime};
+use super::turn::{TurnResult, run_turn};
+
+/// The front ends' handle on a running agent.
+#[derive(Clone)]
+pub struct AgentHandle {
+    ops: mpsc::UnboundedSender<Op>,
+    runtime: Arc<Runtime>,
+}
+
+impl AgentHandle {
+    /// Send an operation; `false` when the agent has shut down.
+    pub fn send(&self, op: Op) -> bool {
+        self.ops.send(op).is_ok()
+    }
+
+    pub fn snapshot(&self) -> kimi_protocol::ops::AgentStatus {
+        self.runtime.snapshot()
+    }
+
+    pub fn runtime(&self) -> &Arc<Runtime> {
+        &self.runtime
+    }
+}
+
+pub struct SpawnedAgent {
+    pub handle: AgentHandle,
+    pub events: mpsc::UnboundedReceiver<Event>,
+    /// Ends after `Op::Shutdown` (or when every handle is dropped) and the last turn finished.
+    pub join: JoinHandle<Vec<TurnResult>>,
+}
+
+/// Start an agent over its restored log. `queued` are prompts a previous process accepted but
+/// never ran; they run first, in order.
+pub fn spawn_agent(config: AgentConfig, log: AgentLog, queued: Vec<QueuedPrompt>) -> SpawnedAgent {
+    let (events_tx, events) = mpsc::unbounded_channel();
+    let (ops_tx, ops_rx) = mpsc::unbounded_channel();
+    let rt = Runtime::new(config, log, events_tx);
+    {
+        let mut shared = rt.shared();
+        for q in queued {
+            shared.jobs.push_back(Job::Prompt(Pending {
+                prompt_id: q.prompt_id,
+                input: q.input,
+                origin: Origin::user(),
+            }));
+        }
+        shared.machine.queued = shared.jobs.len();
+    }
+    let dispatcher = tokio::spawn(dispatch(rt.clone(), ops_rx));
+    let runner_rt = rt.clone();
+    let join = tokio::spawn(async move {
+        let results = run_jobs(runner_rt).await;
+        dispatcher.abort();
+        results
+    });
+    SpawnedAgent {
+        handle: AgentHandle {
+            ops: ops_tx,
+            runtime: rt,
+        },
+        events,
+        join,
+    }
+}
+
+fn is_running(rt: &Runtime) -> bool {
+    rt.shared().turn_cancel.is_some()
+}
+
+async fn dispatch(rt: Arc<Runtime>, mut ops: mpsc::UnboundedReceiver<Op>) {
+    while let Some(op) = ops.recv().await {
+        match op {
+            Op::Submit { input, origin } => submit(&rt, input, origin.unwrap_or_else(Origin::user)),
+            Op::Steer { input } => {
+                if is_running(&rt) {
+                    let mut shared = rt.shared();
+                    shared.steers.push(Pending {
+                        prompt_id: rec::new_id("msg_"),
+                        input,
+                        origin: Origin::user(),
+                    });
+                    shared.steer_signal.cancel();
+                    shared.steer_signal = CancellationToken::new();
+                } else {
+                    submit(&rt, input, Origin::user());
+                }
+            }
+            Op::Cancel { queued } => cancel(&rt, queued),
+            Op::Approve {
+                request_id,
+                decision,
+            } => approve(&rt, &request_id, decision),
+            Op::Answer { request_id, .. } => rt.emit(Event::Warning {
+                message: format!("no question {request_id} is waiting for an answer"),
+            }),
+            Op::Undo { count } => {
+                if is_running(&rt) {
+                    rt.emit(Event::Error {
+                        message: "Cannot undo while a turn is active or queued. Wait for it to finish, then retry.".to_owned(),
+                    });
+                } else {
+                    undo(&rt, count);
+                }
+            }
+            Op::Compact { instruction } => {
+                rt.shared().jobs.push_back(Job::Compact { instruction });
+                rt.wake.notify_one();
+            }
+            Op::SetPermissionMode { mode } => {
+                rt.config.permissions.set_mode(mode);
+                let mode_text = serde_json::to_value(mode)
+                    .ok()
+                    .and_then(|v| v.as_str().map(str::to_owned))
+                    .unwrap_or_default();
+                rt.commit(vec![RecordPayload::PermissionSetMode(
+                    kimi_protocol::record::PermissionSetMode {
+                        agent_id: None,
+                        mode: mode_text,
+                    },
+                )]);
+            }
+            Op::SetPlanMode { .. } => rt.emit(Event::Warning {
+                message: "plan mode is not available in this build yet".to_owned(),
+            }),
+            Op::SetModel { alias } => rt.emit(Event::Warning {
+                message: format!("switching the model of a running session (to {alias}) is not available in this build yet; restart with -m {alias}"),
+            }),
+            Op::Shutdown => {
+                let mut shared = rt.shared();
+                shared.shutting_down = true;
+                if let Some(token) = &shared.turn_cancel {
+                    token.cancel();
+                }
+                drop(shared);
+                rt.wake.notify_one();
+                break;
+            }
+        }
+    }
+    // Every handle is gone: finish queued work, then stop.
+    rt.shared().shutting_down = true;
+    rt.wake.notify_one();
+}
+
+fn submit(rt: &Runtime, input: Vec<ContentPart>, origin: Origin) {
+    let prompt_id = rec::new_id("msg_");
+    let running = is_running(rt);
+    if running || !rt.shared().jobs.is_empty() {
+        // Durable before acknowledged: a crash now does not lose what the user typed.
+        rt.commit(vec![rec::prompt_queued(&prompt_id, &input)]);
+        rt.emit(Event::PromptQueued {
+            prompt_id: prompt_id.clone(),
+        });
+    }
+    let mut shared = rt.shared();
+    shared.jobs.push_back(Job::Prompt(Pending {
+        prompt_id,
+        input,
+        origin,
+    }));
+    shared.machine.queued = shared.jobs.len();
+    drop(shared);
+    rt.wake.notify_one();
+}
+
+fn cancel(rt: &Runtime, queued: bool) {
+    let mut shared = rt.shared();
+    if let Some(token) = shared.turn_cancel.clone() {
+        shared.user_cancelled = true;
+        token.cancel();
+    }
+    if queued {
+        let dropped: Vec<String> = shared
+            .jobs
+            .drain(..)
+            .filter_map(|job| match job {
+                Job::Prompt(p) => Some(p.prompt_id),
+                Job::Compact { .. } => None,
+            })
+            .collect();
+        shared.machine.queued = 0;
+        drop(shared);
+        let records = dropped
+            .iter()
+            .map(|id| rec::prompt("aborted", id, None))
+            .collect();
+        rt.commit(records);
+    }
+}
+
+fn approve(rt: &Runtime, request_id: &str, decision: ApprovalDecision) {
+    let Some(tx) = rt.shared().approvals.remove(request_id) else {
+        rt.emit(Event::Warning {
+            message: format!(
+                "approval {request_id} is not pending (already answered or cancelled)"
+            ),
+        });
+        return;
+    };
+    let answer = match decision {
+        ApprovalDecision::ApproveOnce => UserAnswer::Approve,
+        ApprovalDecision::ApproveForSession => UserAnswer::ApproveForSession,
+        ApprovalDecision::Reject => UserAnswer::Reject(None),
+        ApprovalDecision::RejectWithFeedback { feedback } => UserAnswer::Reject(Some(feedback)),
+    };
+    let _ = tx.send(answer);
+}
+
+fn undo(rt: &Runtime, count: u32) {
+    let result = rt.log().undo(u64::from(count));
+    match result {
+        Ok(()) => rt.emit(Event::ContextUndone { turns: count }),
+        Err(message) => rt.emit(Event::Error { message }),
+    }
+}
+
+async fn run_jobs(rt: Arc<Runtime>) -> Vec<TurnResult> {
+    let mut results = Vec::new();
+    loop {
+        let job = {
+            let mut shared = rt.shared();
+            let job = shared.jobs.pop_front();
+            shared.machine.queued = shared.jobs.len();
+            if job.is_none() && shared.shutting_down {
+                break;
+            }
+            job
+        };
+        let Some(job) = job else {
+            rt.wake.notified().await;
+            continue;
+        };
+        match job {
+            Job::Prompt(prompt) => {
+                let token = CancellationToken::new();
+                {
+                    let mut shared = rt.shared();
+                    if shared.shutting_down {
+                        break;
+                    }
+                    shared.turn_cancel = Some(token.clone());
+                    shared.user_cancelled = false;
+                }
+                let result = run_turn(&rt, prompt, token).await;
+                let mut shared = rt.shared();
+                shared.turn_cancel = None;
+                // Steers that arrived after the last gate start the next turn.
+                let late: Vec<Pending> = std::mem::take(&mut shared.steers);
+                for (i, steer) in late.into_iter().enumerate() {
+                    shared.jobs.insert(i, Job::Prompt(steer));
+                }
+                drop(shared);
+                results.push(result);
+            }
+            Job::Compact { instruction } => {
+                super::compact::run_manual(&rt, instruction).await;
+            }
+        }
+    }
+    results
+}

@@ -1,0 +1,369 @@
+//! Running one step's tool calls (core.md §e.4–§e.8): preflight, resolve, same-step dedupe,
+//! the permission decision, the scheduler (reads together, overlapping writes in order, no
+//! overtaking), cancellation with a grace period, output normalisation and the model budget.
+//! Every call that was announced gets exactly one result — never a silent success.
+
+use std::collections::HashMap;
+use std::future::Future;
+use std::pin::Pin;
+use std::time::Duration;
+
+use futures::StreamExt;
+use futures::stream::FuturesUnordered;
+use kimi_context::render::{executor_text, normalize_tool_output, normalize_tool_text};
+use kimi_protocol::ToolCall;
+use kimi_protocol::loop_event::ToolOutput;
+use kimi_tools::args::{ArgsValidator, Preflight, RawArgs};
+use kimi_tools::result::truncate_for_model;
+use kimi_tools::scheduler::Scheduler;
+use kimi_tools::{
+    Execution, ProgressSink, Resolution, ToolContext, ToolPlan, ToolRegistry, ToolResult,
+};
+use serde_json::Value;
+use tokio_util::sync::CancellationToken;
+
+use super::repeat::{RepeatGuard, call_key};
+
+/// How long tools get to settle after a cancel before their results are synthesized.
+pub const ABORT_GRACE: Duration = Duration::from_millis(2_000);
+
+const SKIPPED_TEXT: &str = "Tool skipped because a previous tool call stopped the turn.";
+
+/// What the permission chain decided for a call.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum GateDecision {
+    Approve,
+    /// Refused; the text goes to the model as the call's error result.
+    Deny(String),
+    /// The user must decide. `policy` names the deciding policy, `danger` labels risky commands.
+    Ask {
+        action: String,
+        policy: String,
+        danger: Option<String>,
+    },
+}
+
+/// The user's answer to an approval request.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum UserAnswer {
+    Approve,
+    /// Approve, and remember the call's approval rule for the rest of the session.
+    ApproveForSession,
+    Reject(Option<String>),
+}
+
+/// Where the executor's decisions and side effects go: the permission chain, the user, the
+/// journal and the front ends. The engine implements it; tests use a recording double.
+#[async_trait::async_trait]
+pub trait BatchHost: Send + Sync {
+    fn decide(&self, call: &ToolCall, args: &Value, plan: &ToolPlan) -> GateDecision;
+    /// Ask the user; `None` when the turn was cancelled while waiting.
+    async fn ask(
+        &self,
+        call: &ToolCall,
+        plan: &ToolPlan,
+        action: &str,
+        policy: &str,
+        danger: Option<&str>,
+    ) -> Option<UserAnswer>;
+    /// The call is about to run (or has an immediate result): journal `tool.call`.
+    fn started(&self, call: &ToolCall, args: &Value, plan: Option<&ToolPlan>);
+    /// The call's final result: journal `tool.result` and tell the front ends.
+    fn finished(&self, call: &ToolCall, result: &ToolResult);
+}
+
+pub struct BatchEnv<'a> {
+    pub registry: &'a ToolRegistry,
+    pub validator: &'a ArgsValidator,
+    pub ctx: &'a ToolContext,
+    pub host: &'a dyn BatchHost,
+    /// The turn's cancel token; tools get a child of it.
+    pub cancel: CancellationToken,
+    /// Whether a cancel comes from the user (it changes the aborted text).
+    pub user_cancel: bool,
+}
+
+#[derive(Debug, Default)]
+pub struct BatchOutcome {
+    /// Results in completion order, by call id.
+    pub results: Vec<(String, ToolResult)>,
+    /// A result (or the repeat guard) asked to end the turn after this batch.
+    pub stop_turn: bool,
+}
+
+enum Prepared {
+    Done(ToolResult),
+    Duplicate(usize),
+    Run(Box<dyn Execution>),
+}
+
+type Running<'a> = Pin<Box<dyn Future<Output = (usize, ToolResult)> + Send + 'a>>;
+
+fn raw_args(call: &ToolCall) -> RawArgs<'_> {
+    match call.arguments.as_deref() {
+        None => RawArgs::Missing,
+        Some(text) => RawArgs::Text(text),
+    }
+}
+
+/// Empty outputs become "Tool output is empty.", text-only part lists are joined (§e.5).
+fn normalize(mut result: ToolResult) -> ToolResult {
+    result.output = match result.output {
+        ToolOutput::Text(text) => ToolOutput::Parts(normalize_tool_text(text).into_parts()),
+        ToolOutput::Parts(parts) => ToolOutput::Parts(normalize_tool_output(parts).into_parts()),
+    };
+    if let ToolOutput::Parts(parts) = &result.output
+        && let [kimi_protocol::ContentPart::Text { text }] = parts.as_slice()
+    {
+        result.output = ToolOutput::Text(text.clone());
+    }
+    result
+}
+
+fn append_reminder(result: &mut ToolResult, reminder: &str) {
+    match &mut result.output {
+        ToolOutput::Text(text) => {
+            text.push_str("\n\n");
+            text.push_str(reminder);
+        }
+        ToolOutput::Parts(parts) => {
+            if let Some(kimi_protocol::ContentPart::Text { text }) = parts
+                .iter_mut()
+                .rev()
+                .find(|p| matches!(p, kimi_protocol::ContentPart::Text { .. }))
+            {
+                text.push_str("\n\n");
+                text.push_str(reminder);
+            } else {
+                parts.push(kimi_protocol::ContentPart::text(reminder));
+            }
+        }
+    }
+}
+
+async fn prepare_one(
+    env: &BatchEnv<'_>,
+    call: &ToolCall,
+    stop_batch: &mut bool,
+) -> (Value, Option<ToolPlan>, Prepared) {
+    let no_args = Value::Object(serde_json::Map::new());
+    if *stop_batch {
+        return (
+            no_args,
+            None,
+            Prepared::Done(ToolResult::error(SKIPPED_TEXT)),
+        );
+    }
+    let args = match env
+        .registry
+        .preflight(env.validator, &call.name, raw_args(call), |_| None)
+    {
+        Preflight::Rejected { output, args } => {
+            return (args, None, Prepared::Done(ToolResult::error(output)));
+        }
+        Preflight::Runnable { args } => args,
+    };
+    let Some(tool) = env.registry.get(&call.name) else {
+        let text = format!("Tool \"{}\" not found", call.name);
+        return (args, None, Prepared::Done(ToolResult::error(text)));
+    };
+    if env.cancel.is_cancelled() {
+        let text = executor_text::aborted(&call.name, env.user_cancel);
+        return (args, None, Prepared::Done(ToolResult::error(text)));
+    }
+    let exec = match tool.resolve(args.clone(), env.ctx) {
+        Err(err) => {
+            return (
+                args,
+                None,
+                Prepared::Done(ToolResult::error(err.to_string())),
+            );
+        }
+        Ok(Resolution::Result(result)) => {
+            *stop_batch |= result.stop_turn;
+            return (args, None, Prepared::Done(result));
+        }
+        Ok(Resolution::Run(exec)) => exec,
+    };
+    let plan = exec.plan().clone();
+    let verdict = match env.host.decide(call, &args, &plan) {
+        GateDecision::Approve => None,
+        GateDecision::Deny(text) => Some(ToolResult::error(text)),
+        GateDecision::Ask {
+            action,
+            policy,
+            danger,
+        } => match env
+            .host
+            .ask(call, &plan, &action, &policy, danger.as_deref())
+            .await
+        {
+            Some(UserAnswer::Approve | UserAnswer::ApproveForSession) => None,
+            Some(UserAnswer::Reject(feedback)) => Some(ToolResult::error(rejection_text(
+                &call.name,
+                feedback.as_deref(),
+            ))),
+            None => Some(ToolResult::error(executor_text::aborted(
+                &call.name,
+                env.user_cancel,
+            ))),
+        },
+    };
+    if let Some(result) = verdict {
+        return (args, Some(plan), Prepared::Done(result));
+    }
+    *stop_batch |= plan.stop_batch_after_this;
+    (args, Some(plan), Prepared::Run(exec))
+}
+
+fn rejection_text(name: &str, feedback: Option<&str>) -> String {
+    match feedback.map(str::trim).filter(|f| !f.is_empty()) {
+        Some(feedback) => format!(
+            "The user rejected the \"{name}\" call and said: {feedback}\nFollow the user's feedback; do not retry the same call unchanged."
+        ),
+        None => format!(
+            "The user rejected the \"{name}\" call. Do not retry it unchanged; ask the user how to proceed if the task needs it."
+        ),
+    }
+}
+
+/// Run one step's calls; results come back in completion order, one per call.
+pub async fn run_batch(
+    env: &BatchEnv<'_>,
+    calls: &[ToolCall],
+    repeat: &mut RepeatGuard,
+) -> BatchOutcome {
+    let mut outcome = BatchOutcome::default();
+    let mut prepared: Vec<Option<Prepared>> = Vec::with_capacity(calls.len());
+    let mut first_of_key: HashMap<String, usize> = HashMap::new();
+    let mut reminders: Vec<Option<String>> = vec![None; calls.len()];
+    let mut stop_batch = false;
+    for (i, call) in calls.iter().enumerate() {
+        let (args, plan, mut prep) = prepare_one(env, call, &mut stop_batch).await;
+        let key = call_key(&call.name, &args);
+        match first_of_key.get(&key) {
+            Some(&original) if matches!(prep, Prepared::Run(_)) => {
+                prep = Prepared::Duplicate(original)
+            }
+            Some(_) => {}
+            None => {
+                first_of_key.insert(key.clone(), i);
+                let verdict = repeat.observe(&key);
+                reminders[i] = verdict.reminder;
+                outcome.stop_turn |= verdict.stop_turn;
+            }
+        }
+        env.host.started(call, &args, plan.as_ref());
+        prepared.push(Some(prep));
+    }
+
+    let tool_cancel = env.cancel.child_token();
+    let mut scheduler = Scheduler::new();
+    let mut executions: HashMap<usize, Box<dyn Execution>> = HashMap::new();
+    let mut ready: Vec<(usize, ToolResult)> = Vec::new();
+    let mut duplicates: HashMap<usize, Vec<usize>> = HashMap::new();
+    let mut to_start: Vec<usize> = Vec::new();
+    for (i, slot) in prepared.iter_mut().enumerate() {
+        match slot.take() {
+            Some(Prepared::Done(result)) => ready.push((i, result)),
+            Some(Prepared::Duplicate(original)) => duplicates.entry(original).or_default().push(i),
+            Some(Prepared::Run(exec)) => {
+                let accesses = exec.plan().accesses.clone();
+                executions.insert(i, exec);
+                to_start.extend(scheduler.add(i, accesses));
+            }
+            None => {}
+        }
+    }
+
+    let mut running: FuturesUnordered<Running<'_>> = FuturesUnordered::new();
+    let start =
+        |i: usize, executions: &mut HashMap<usize, Box<dyn Execution>>| -> Option<Running<'_>> {
+            let exec = executions.remove(&i)?;
+            let token = tool_cancel.child_token();
+            let ctx = env.ctx;
+            let fut: Running<'_> =
+                Box::pin(async move { (i, exec.execute(ctx, token, ProgressSink::none()).await) });
+            Some(fut)
+        };
+    for i in to_start.drain(..) {
+        if let Some(fut) = start(i, &mut executions) {
+            running.push(fut);
+        }
+    }
+
+    let mut finish = |i: usize, result: ToolResult, outcome: &mut BatchOutcome| {
+        let call = &calls[i];
+        let mut result = normalize(result);
+        if let Some(reminder) = &reminders[i] {
+            append_reminder(&mut result, reminder);
+        }
+        let spilled = truncate_for_model(
+            result,
+            &call.name,
+            &call.id,
+            &env.ctx.tool_results_dir,
+            None,
+        );
+        let result = spilled.result;
+        outcome.stop_turn |= result.stop_turn;
+        env.host.finished(call, &result);
+        for dup in duplicates.remove(&i).unwrap_or_default() {
+            env.host.finished(&calls[dup], &result);
+            outcome
+                .results
+                .push((calls[dup].id.clone(), result.clone()));
+        }
+        outcome.results.push((call.id.clone(), result));
+    };
+    for (i, result) in ready {
+        finish(i, result, &mut outcome);
+    }
+
+    let mut deadline: Option<tokio::time::Instant> = None;
+    while !running.is_empty() {
+        let next = match deadline {
+            None => tokio::select! {
+                next = running.next() => next,
+                () = env.cancel.cancelled() => {
+                    tool_cancel.cancel();
+                    deadline = Some(tokio::time::Instant::now() + ABORT_GRACE);
+                    continue;
+                }
+            },
+            Some(at) => tokio::select! {
+                next = running.next() => next,
+                () = tokio::time::sleep_until(at) => break,
+            },
+        };
+        let Some((i, result)) = next else { break };
+        finish(i, result, &mut outcome);
+        for j in scheduler.finish(i) {
+            if env.cancel.is_cancelled() {
+                // Queued behind a conflict when the cancel came: never started.
+                executions.remove(&j);
+                let text = executor_text::aborted(&calls[j].name, env.user_cancel);
+                finish(j, ToolResult::error(text), &mut outcome);
+                continue;
+            }
+            if let Some(fut) = start(j, &mut executions) {
+                running.push(fut);
+            }
+        }
+    }
+    drop(running);
+    // Whatever did not settle within the grace period (or never started) gets an explicit
+    // aborted result, so the model never mistakes it for a success.
+    let answered: std::collections::HashSet<String> =
+        outcome.results.iter().map(|(id, _)| id.clone()).collect();
+    for (i, call) in calls.iter().enumerate() {
+        if !answered.contains(&call.id) {
+            let text = executor_text::aborted(&call.name, env.user_cancel);
+            let result = ToolResult::error(text);
+            env.host.finished(call, &result);
+            outcome.results.push((call.id.clone(), result));
+            let _ = i;
+        }
+    }
+    outcome
+}

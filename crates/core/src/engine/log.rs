@@ -1,0 +1,244 @@
+//! An agent's durable state: its journal and the one history folded from it. Every change goes
+//! through `commit`, which makes the records durable first and then folds the same records into
+//! history — the live path and the resume path are one code path, so a resumed session sees
+//! exactly what the live one saw.
+
+use std::path::{Path, PathBuf};
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use kimi_context::history::{History, HistoryConfig, ReplayReport};
+use kimi_protocol::{Record, RecordPayload};
+use kimi_store::{Journal, JournalOptions, Repair, TurnClock, replay_input};
+
+#[derive(Debug, thiserror::Error)]
+pub enum LogError {
+    #[error(transparent)]
+    Store(#[from] kimi_store::StoreError),
+    #[error(
+        "the journal {path} has a branch structure that cannot be replayed: {message}; the file is left untouched, inspect it or start a new session"
+    )]
+    Tree { path: PathBuf, message: String },
+}
+
+pub fn now_ms() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
+        .unwrap_or(0)
+}
+
+/// The current UTC time as ISO-8601 (for the system prompt's `now`).
+pub fn now_iso() -> String {
+    chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true)
+}
+
+/// What opening an agent's journal found.
+#[derive(Debug, Default)]
+pub struct Restored {
+    pub report: ReplayReport,
+    pub repairs: Vec<Repair>,
+    /// Lines that could not be read as records, with why.
+    pub skipped: Vec<String>,
+    /// Prompts that were queued when the process stopped and never started.
+    pub queued_prompts: Vec<QueuedPrompt>,
+    /// The system prompt journaled when the agent was bound (`profile.bind`), reused on resume.
+    pub system_prompt: Option<String>,
+}
+
+/// A prompt waiting for its turn; journaled as `prompt.queued` so a restart keeps it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct QueuedPrompt {
+    pub prompt_id: String,
+    pub input: Vec<kimi_protocol::ContentPart>,
+}
+
+pub struct AgentLog {
+    agent_id: String,
+    journal: Journal,
+    history: History,
+    clock: TurnClock,
+}
+
+impl std::fmt::Debug for AgentLog {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("AgentLog")
+            .field("agent_id", &self.agent_id)
+            .field("journal", &self.journal.path())
+            .field("messages", &self.history.len())
+            .finish()
+    }
+}
+
+impl AgentLog {
+    /// Open (or create) the journal at `path`, repair and migrate it, and replay its active
+    /// branch into history.
+    pub fn open(
+        path: &Path,
+        agent_id: &str,
+        options: JournalOptions,
+    ) -> Result<(AgentLog, Restored), LogError> {
+        let (journal, read) = Journal::open(path, options)?;
+        let input = replay_input(&read.entries, agent_id).map_err(|e| LogError::Tree {
+            path: path.to_owned(),
+            message: e.to_string(),
+        })?;
+        let mut history = History::new(HistoryConfig::default());
+        let report = history.replay(input.undoable.iter().map(|r| r.record.clone()), agent_id);
+        let clock = TurnClock::fold(input.all.iter().map(|r| &r.record.payload));
+        let queued_prompts = pending_queue(input.all.iter().map(|r| &r.record.payload));
+        let system_prompt = input.all.iter().rev().find_map(|r| match &r.record.payload {
+            RecordPayload::Other(map)
+                if map.get("type").and_then(serde_json::Value::as_str) == Some("profile.bind") =>
+            {
+                map.get("systemPrompt")
+                    .and_then(serde_json::Value::as_str)
+                    .map(str::to_owned)
+            }
+            _ => None,
+        });
+        let mut skipped: Vec<String> = input
+            .skipped
+            .iter()
+            .map(|s| format!("line {}: {}", s.line, s.reason))
+            .collect();
+        skipped.extend(read.reported.iter().map(|r| format!("{r:?}")));
+        Ok((
+            AgentLog {
+                agent_id: agent_id.to_owned(),
+                journal,
+                history,
+                clock,
+            },
+            Restored {
+                report,
+                repairs: read.repairs,
+                skipped,
+                queued_prompts,
+                system_prompt,
+            },
+        ))
+    }
+
+    pub fn agent_id(&self) -> &str {
+        &self.agent_id
+    }
+
+    pub fn history(&self) -> &History {
+        &self.history
+    }
+
+    pub fn clock(&self) -> &TurnClock {
+        &self.clock
+    }
+
+    pub fn journal_path(&self) -> &Path {
+        self.journal.path()
+    }
+
+    /// Physical lines in the journal (metadata included).
+    pub fn line_count(&self) -> u64 {
+        self.journal.line_count()
+    }
+
+    /// Make `payloads` durable (one batch, one fsync), then fold them into history and the
+    /// turn clock. On a write error nothing is folded, so memory never runs ahead of disk.
+    pub fn commit(&mut self, payloads: Vec<RecordPayload>) -> Result<(), LogError> {
+        if payloads.is_empty() {
+            return Ok(());
+        }
+        let time = now_ms();
+        let records: Vec<Record> = payloads
+            .into_iter()
+            .map(|mut p| {
+                p.fill_agent_id(&self.agent_id);
+                Record::new(p, time)
+            })
+            .collect();
+        self.journal.append(&records)?;
+        for record in records {
+            self.clock.apply(&record.payload);
+            // Outcomes of live records are known-good; replay reports are for foreign files.
+            let _ = self.history.apply_record(record, &self.agent_id);
+        }
+        Ok(())
+    }
+
+    /// Undo `count` user turns: refused with the reference's message when not possible,
+    /// otherwise a branch switch is appended (nothing is deleted) and history is replayed from
+    /// the new active branch.
+    pub fn undo(&mut self, count: u64) -> Result<(), String> {
+        if let Err(why) = self.history.precheck_undo(count) {
+            return Err(why.to_string());
+        }
+        self.journal
+            .append_undo_switch(&self.agent_id, count, None, now_ms())
+            .map_err(|e| e.to_string())?;
+        self.reload().map_err(|e| e.to_string())
+    }
+
+    /// Re-read the journal and replay it (after a branch switch).
+    fn reload(&mut self) -> Result<(), LogError> {
+        let entries = self.journal.read_entries()?;
+        let input = replay_input(&entries, &self.agent_id).map_err(|e| LogError::Tree {
+            path: self.journal.path().to_owned(),
+            message: e.to_string(),
+        })?;
+        let mut history = History::new(self.history.config());
+        history.replay(
+            input.undoable.iter().map(|r| r.record.clone()),
+            &self.agent_id,
+        );
+        self.history = history;
+        self.clock = TurnClock::fold(input.all.iter().map(|r| &r.record.payload));
+        Ok(())
+    }
+
+    /// Retry batches whose append failed earlier.
+    pub fn retry_pending(&mut self) -> Result<(), LogError> {
+        self.journal.retry_pending()?;
+        Ok(())
+    }
+
+    pub fn pending_records(&self) -> usize {
+        self.journal.pending_records()
+    }
+}
+
+/// `prompt.queued` records whose prompt neither started (`turn.prompt` / `prompt.steered` with
+/// the same id) nor was cancelled (`prompt.aborted`).
+fn pending_queue<'a>(records: impl Iterator<Item = &'a RecordPayload>) -> Vec<QueuedPrompt> {
+    let mut queue: Vec<QueuedPrompt> = Vec::new();
+    for payload in records {
+        match payload {
+            RecordPayload::Other(map)
+                if map.get("type").and_then(serde_json::Value::as_str) == Some("prompt.queued") =>
+            {
+                let id = map.get("promptId").and_then(serde_json::Value::as_str);
+                let input = map
+                    .get("input")
+                    .cloned()
+                    .and_then(|v| serde_json::from_value(v).ok());
+                if let (Some(id), Some(input)) = (id, input) {
+                    queue.push(QueuedPrompt {
+                        prompt_id: id.to_owned(),
+                        input,
+                    });
+                }
+            }
+            RecordPayload::TurnPrompt(p) => {
+                if let Some(id) = &p.prompt_id {
+                    queue.retain(|q| &q.prompt_id != id);
+                }
+            }
+            RecordPayload::PromptAborted(p) | RecordPayload::PromptSteered(p) => {
+                let mut ids: Vec<&str> = p.prompt_id.as_deref().into_iter().collect();
+                if let Some(serde_json::Value::Array(more)) = p.extra.get("promptIds") {
+                    ids.extend(more.iter().filter_map(serde_json::Value::as_str));
+                }
+                queue.retain(|q| !ids.contains(&q.prompt_id.as_str()));
+            }
+            _ => {}
+        }
+    }
+    queue
+}

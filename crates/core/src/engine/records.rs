@@ -1,0 +1,153 @@
+//! Small constructors for the journal records the engine writes, so the turn loop reads as a
+//! sequence of facts rather than struct literals.
+
+use kimi_protocol::loop_event::{
+    ContentPartEvent, StepBegin, StepEnd, ToolCallEvent, ToolOutput, ToolResultEvent,
+    ToolResultPayload,
+};
+use kimi_protocol::record::{AppendLoopEvent, AppendMessage, PromptRecord, TurnEnded, TurnPrompt};
+use kimi_protocol::{ContentPart, LoopEvent, Message, Origin, RecordPayload, ToolCall};
+use serde_json::{Map, Value};
+
+pub fn message(message: Message) -> RecordPayload {
+    RecordPayload::AppendMessage(AppendMessage {
+        agent_id: None,
+        message,
+    })
+}
+
+fn event(event: LoopEvent) -> RecordPayload {
+    RecordPayload::AppendLoopEvent(AppendLoopEvent {
+        agent_id: None,
+        event,
+    })
+}
+
+pub fn step_begin(uuid: &str, turn_id: u64, step: u32) -> RecordPayload {
+    event(LoopEvent::StepBegin(StepBegin {
+        uuid: uuid.to_owned(),
+        turn_id: Some(turn_id.to_string()),
+        step: Some(u64::from(step)),
+    }))
+}
+
+pub fn content_part(step_uuid: &str, turn_id: u64, step: u32, part: ContentPart) -> RecordPayload {
+    event(LoopEvent::ContentPart(ContentPartEvent {
+        step_uuid: step_uuid.to_owned(),
+        part,
+        uuid: None,
+        turn_id: Some(turn_id.to_string()),
+        step: Some(u64::from(step)),
+    }))
+}
+
+pub fn tool_call(
+    step_uuid: &str,
+    turn_id: u64,
+    step: u32,
+    call: &ToolCall,
+    args: &Value,
+) -> RecordPayload {
+    event(LoopEvent::ToolCall(ToolCallEvent {
+        step_uuid: step_uuid.to_owned(),
+        tool_call_id: call.id.clone(),
+        name: call.name.clone(),
+        args: Some(args.clone()),
+        extras: call.extras.clone(),
+        uuid: None,
+        turn_id: Some(turn_id.to_string()),
+        step: Some(u64::from(step)),
+        display: None,
+    }))
+}
+
+pub fn tool_result(
+    tool_call_id: &str,
+    output: ToolOutput,
+    is_error: bool,
+    note: Option<String>,
+) -> RecordPayload {
+    event(LoopEvent::ToolResult(ToolResultEvent {
+        tool_call_id: tool_call_id.to_owned(),
+        result: ToolResultPayload {
+            output,
+            is_error: Some(is_error),
+            note,
+            duration_ms: None,
+        },
+        parent_uuid: None,
+    }))
+}
+
+pub fn step_end(uuid: &str, finish_reason: &str, usage: Option<Value>) -> RecordPayload {
+    event(LoopEvent::StepEnd(StepEnd {
+        uuid: uuid.to_owned(),
+        finish_reason: Some(finish_reason.to_owned()),
+        usage,
+        message_id: None,
+        extra: Map::new(),
+    }))
+}
+
+pub fn turn_prompt(
+    input: &[ContentPart],
+    origin: &Origin,
+    prompt_id: &str,
+    turn_id: u64,
+) -> RecordPayload {
+    RecordPayload::TurnPrompt(TurnPrompt {
+        agent_id: None,
+        input: input.to_vec(),
+        origin: Some(origin.clone()),
+        prompt_id: Some(prompt_id.to_owned()),
+        turn_id: Some(turn_id),
+    })
+}
+
+pub fn turn_ended(
+    turn_id: u64,
+    reason: &str,
+    error: Option<&str>,
+    duration_ms: u64,
+) -> RecordPayload {
+    RecordPayload::TurnEnded(TurnEnded {
+        agent_id: None,
+        turn_id,
+        reason: reason.to_owned(),
+        error: error.map(|e| Value::String(e.to_owned())),
+        duration_ms: Some(duration_ms),
+        stop_reason: None,
+        trace_id: None,
+    })
+}
+
+pub fn prompt(kind: &str, prompt_id: &str, reason: Option<&str>) -> RecordPayload {
+    let record = PromptRecord {
+        agent_id: None,
+        prompt_id: Some(prompt_id.to_owned()),
+        reason: reason.map(str::to_owned),
+        extra: Map::new(),
+    };
+    match kind {
+        "completed" => RecordPayload::PromptCompleted(record),
+        "aborted" => RecordPayload::PromptAborted(record),
+        _ => RecordPayload::PromptSteered(record),
+    }
+}
+
+/// Our own record (not in the reference's vocabulary): a prompt waiting for its turn, so a
+/// restart does not lose what the user typed.
+pub fn prompt_queued(prompt_id: &str, input: &[ContentPart]) -> RecordPayload {
+    let mut map = Map::new();
+    map.insert("type".into(), Value::from("prompt.queued"));
+    map.insert("promptId".into(), Value::from(prompt_id));
+    map.insert(
+        "input".into(),
+        serde_json::to_value(input).unwrap_or(Value::Array(Vec::new())),
+    );
+    RecordPayload::Other(map)
+}
+
+pub fn new_id(prefix: &str) -> String {
+    format!("{prefix}{}", uuid::Uuid::new_v4().simple())
+}

@@ -1,0 +1,166 @@
+//! The shared runtime of one agent: configuration, the journal-backed log, the queue of
+//! prompts and steers, pending approvals, and the event channel to the front ends. The op
+//! dispatcher (`agent.rs`) and the turn runner (`turn.rs`) both work on it.
+
+use std::collections::{HashMap, VecDeque};
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use kimi_context::compaction::service::CompactionService;
+use kimi_context::compaction::trigger::CompactionConfig;
+use kimi_llm::{ModelParams, Provider, RetryPolicy};
+use kimi_protocol::ops::{AgentStatus, Event, PermissionMode};
+use kimi_protocol::{ContentPart, Origin, RecordPayload, ToolCall};
+use kimi_tools::args::ArgsValidator;
+use kimi_tools::{ToolContext, ToolPlan, ToolRegistry};
+use serde_json::Value;
+use tokio::sync::{Notify, mpsc, oneshot};
+use tokio_util::sync::CancellationToken;
+
+use super::executor::{GateDecision, UserAnswer};
+use super::log::AgentLog;
+use super::state::AgentMachine;
+
+/// Decides whether a tool call may run (the permission chain plugs in here).
+pub trait PermissionPolicy: Send + Sync {
+    fn decide(&self, call: &ToolCall, args: &Value, plan: &ToolPlan) -> GateDecision;
+    fn set_mode(&self, mode: PermissionMode);
+    fn mode(&self) -> PermissionMode;
+    /// The user approved `rule` for the rest of the session.
+    fn remember_session_approval(&self, rule: &str);
+}
+
+/// Approve everything (yolo without labels); used until a real chain is configured and by tests.
+#[derive(Debug, Default)]
+pub struct ApproveAll;
+
+impl PermissionPolicy for ApproveAll {
+    fn decide(&self, _call: &ToolCall, _args: &Value, _plan: &ToolPlan) -> GateDecision {
+        GateDecision::Approve
+    }
+    fn set_mode(&self, _mode: PermissionMode) {}
+    fn mode(&self) -> PermissionMode {
+        PermissionMode::Yolo
+    }
+    fn remember_session_approval(&self, _rule: &str) {}
+}
+
+pub struct AgentConfig {
+    pub session_id: String,
+    pub system_prompt: String,
+    pub provider: Arc<dyn Provider>,
+    pub params: ModelParams,
+    /// The model's context window in tokens (0 = unknown).
+    pub max_context_tokens: u64,
+    /// `[loop_control] max_steps_per_turn`; `None` = unlimited.
+    pub max_steps_per_turn: Option<u32>,
+    pub retry: RetryPolicy,
+    pub tools: Arc<ToolRegistry>,
+    pub tool_ctx: Arc<ToolContext>,
+    pub permissions: Arc<dyn PermissionPolicy>,
+}
+
+/// A prompt waiting for its turn.
+#[derive(Debug, Clone)]
+pub struct Pending {
+    pub prompt_id: String,
+    pub input: Vec<ContentPart>,
+    pub origin: Origin,
+}
+
+/// Work the runner picks up when idle.
+#[derive(Debug, Clone)]
+pub enum Job {
+    Prompt(Pending),
+    Compact { instruction: Option<String> },
+}
+
+#[derive(Default)]
+pub struct Shared {
+    pub machine: AgentMachine,
+    pub jobs: VecDeque<Job>,
+    pub steers: Vec<Pending>,
+    /// Cancel token of the running turn.
+    pub turn_cancel: Option<CancellationToken>,
+    /// Set when the running turn was cancelled by the user (changes the aborted texts).
+    pub user_cancelled: bool,
+    /// Fired when a steer arrives, so waits (WaitFor) can end early.
+    pub steer_signal: CancellationToken,
+    pub approvals: HashMap<String, oneshot::Sender<UserAnswer>>,
+    pub shutting_down: bool,
+}
+
+pub struct Runtime {
+    pub config: AgentConfig,
+    pub validator: ArgsValidator,
+    log: Mutex<AgentLog>,
+    shared: Mutex<Shared>,
+    compaction: Mutex<CompactionService>,
+    pub wake: Notify,
+    events: mpsc::UnboundedSender<Event>,
+}
+
+impl Runtime {
+    pub fn new(
+        config: AgentConfig,
+        log: AgentLog,
+        events: mpsc::UnboundedSender<Event>,
+    ) -> Arc<Self> {
+        Arc::new(Runtime {
+            config,
+            validator: ArgsValidator::new(),
+            log: Mutex::new(log),
+            shared: Mutex::new(Shared::default()),
+            compaction: Mutex::new(CompactionService::new(CompactionConfig::default())),
+            wake: Notify::new(),
+            events,
+        })
+    }
+
+    /// The log; a poisoned lock (a panic elsewhere) is recovered rather than propagated,
+    /// because the journal itself stays consistent.
+    pub fn log(&self) -> MutexGuard<'_, AgentLog> {
+        self.log
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    pub fn compaction(&self) -> MutexGuard<'_, CompactionService> {
+        self.compaction
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    pub fn shared(&self) -> MutexGuard<'_, Shared> {
+        self.shared
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    pub fn emit(&self, event: Event) {
+        // A front end that went away is not an engine error.
+        let _ = self.events.send(event);
+    }
+
+    /// Commit records; a write error is reported to the front ends and kept pending by the
+    /// journal (retried before the next append), never silently dropped.
+    pub fn commit(&self, payloads: Vec<RecordPayload>) -> bool {
+        match self.log().commit(payloads) {
+            Ok(()) => true,
+            Err(err) => {
+                self.emit(Event::Error {
+                    message: format!("could not write the session journal: {err}"),
+                });
+                false
+            }
+        }
+    }
+
+    pub fn snapshot(&self) -> AgentStatus {
+        self.shared().machine.snapshot()
+    }
+
+    pub fn publish_status(&self) {
+        let status = self.snapshot();
+        self.emit(Event::Status { status });
+    }
+}

@@ -1,0 +1,649 @@
+//! One turn: the user's prompt goes in, steps run until the model answers without tool calls
+//! (or the turn is cancelled, fails, or hits its step limit), and everything is journaled as it
+//! happens. A step = gate → project → stream → tools. A retry of a failed request is the same
+//! step: it does not re-run the gate or count against the step limit.
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use futures::StreamExt;
+use kimi_context::projector::{ProjectionPolicy, project_with};
+use kimi_context::tool_call_ids::ToolCallIdNormalizer;
+use kimi_llm::{
+    Accumulator, ChatRequest, Completion, ErrorKind, FinishReason, LlmError, StreamDelta,
+};
+use kimi_protocol::ops::{Event, TurnEndReason};
+use kimi_protocol::origin::KnownOrigin;
+use kimi_protocol::{ContentPart, Message, Origin, Role, ToolCall};
+use kimi_tools::{ToolPlan, ToolResult};
+use serde_json::Value;
+use tokio_util::sync::CancellationToken;
+
+use kimi_context::compaction::service::{AutoCheck, OverflowDecision, Trigger};
+
+use super::compact;
+use super::executor::{BatchEnv, BatchHost, GateDecision, UserAnswer, run_batch};
+use super::records as rec;
+use super::repeat::RepeatGuard;
+use super::runtime::{Pending, Runtime};
+use super::state::TurnPhase;
+
+/// How a turn ended.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TurnResult {
+    pub turn_id: u64,
+    pub reason: TurnEndReason,
+    pub error: Option<String>,
+    pub steps: u32,
+}
+
+enum StepEnd {
+    /// The model answered without tool calls.
+    Answered,
+    /// Tools ran; continue unless a result stopped the turn.
+    Continue { stop_turn: bool },
+}
+
+enum Failure {
+    Cancelled,
+    Error(String),
+}
+
+fn finish_reason_text(reason: Option<&FinishReason>) -> String {
+    match reason {
+        None | Some(FinishReason::Stop) => "end_turn".to_owned(),
+        Some(FinishReason::ToolCalls) => "tool_use".to_owned(),
+        Some(FinishReason::Length) => "max_tokens".to_owned(),
+        Some(FinishReason::Filtered) => "filtered".to_owned(),
+        Some(FinishReason::Other(other)) => other.clone(),
+    }
+}
+
+fn set_phase(rt: &Runtime, phase: TurnPhase) {
+    let mut shared = rt.shared();
+    if let Some(turn) = shared.machine.turn_mut()
+        && let Err(err) = turn.advance(phase)
+    {
+        tracing::warn!("{err}");
+    }
+}
+
+/// The engine side of the executor: permissions, approvals, journal and events.
+struct TurnHost<'a> {
+    rt: &'a Runtime,
+    turn_id: u64,
+    step: u32,
+    step_uuid: String,
+    cancel: CancellationToken,
+}
+
+#[async_trait::async_trait]
+impl BatchHost for TurnHost<'_> {
+    fn decide(&self, call: &ToolCall, args: &Value, plan: &ToolPlan) -> GateDecision {
+        self.rt.config.permissions.decide(call, args, plan)
+    }
+
+    async fn ask(
+        &self,
+        call: &ToolCall,
+        plan: &ToolPlan,
+        action: &str,
+        policy: &str,
+        danger: Option<&str>,
+    ) -> Option<UserAnswer> {
+        let request_id = rec::new_id("apr_");
+        let (tx, rx) = tokio::sync::oneshot::channel();
+        self.rt.shared().approvals.insert(request_id.clone(), tx);
+        set_phase(
+            self.rt,
+            TurnPhase::AwaitingApproval {
+                step: self.step,
+                request_id: request_id.clone(),
+            },
+        );
+        self.rt.emit(Event::ApprovalRequested(
+            kimi_protocol::ops::ApprovalRequest {
+                request_id: request_id.clone(),
+                tool_call_id: call.id.clone(),
+                tool_name: call.name.clone(),
+                action: action.to_owned(),
+                summary: plan.display.summary.clone(),
+                detail: plan.display.detail.clone(),
+                diff: plan.display.diff.clone(),
+                danger: danger.map(str::to_owned),
+                policy: policy.to_owned(),
+            },
+        ));
+        let answer = tokio::select! {
+            answer = rx => answer.ok(),
+            () = self.cancel.cancelled() => None,
+        };
+        self.rt.shared().approvals.remove(&request_id);
+        if let Some(answer) = &answer {
+            let (decision, rule) = match answer {
+                UserAnswer::Approve => ("approved", None),
+                UserAnswer::ApproveForSession => {
+                    self.rt
+                        .config
+                        .permissions
+                        .remember_session_approval(&plan.approval_rule);
+                    ("approved", Some(plan.approval_rule.clone()))
+                }
+                UserAnswer::Reject(_) => ("rejected", None),
+            };
+            let mut result = serde_json::json!({"decision": decision});
+            if rule.is_some()
+                && let Some(obj) = result.as_object_mut()
+            {
+                obj.insert("scope".into(), Value::from("session"));
+            }
+            self.rt
+                .commit(vec![kimi_protocol::RecordPayload::ApprovalResult(
+                    kimi_protocol::record::ApprovalResult {
+                        agent_id: None,
+                        turn_id: Some(Value::from(self.turn_id)),
+                        tool_call_id: call.id.clone(),
+                        tool_name: call.name.clone(),
+                        action: action.to_owned(),
+                        session_approval_rule: rule,
+                        result,
+                    },
+                )]);
+        }
+        set_phase(
+            self.rt,
+            TurnPhase::Acting {
+                step: self.step,
+                pending: Vec::new(),
+            },
+        );
+        answer
+    }
+
+    fn started(&self, call: &ToolCall, args: &Value, _plan: Option<&ToolPlan>) {
+        self.rt.commit(vec![rec::tool_call(
+            &self.step_uuid,
+            self.turn_id,
+            self.step,
+            call,
+            args,
+        )]);
+        self.rt.emit(Event::ToolStarted { call: call.clone() });
+    }
+
+    fn finished(&self, call: &ToolCall, result: &ToolResult) {
+        self.rt.commit(vec![rec::tool_result(
+            &call.id,
+            result.output.clone(),
+            result.is_error,
+            result.note.clone(),
+        )]);
+        self.rt.emit(Event::ToolResult {
+            tool_call_id: call.id.clone(),
+            output: result.output.clone().into_parts(),
+            is_error: result.is_error,
+        });
+    }
+}
+
+/// Run one turn for `prompt` to its end.
+pub async fn run_turn(rt: &Arc<Runtime>, prompt: Pending, cancel: CancellationToken) -> TurnResult {
+    let started = Instant::now();
+    let turn_id = rt.log().clock().next_turn_id;
+    {
+        let mut shared = rt.shared();
+        if let Err(err) = shared.machine.start_turn(turn_id) {
+            tracing::warn!("{err}");
+        }
+    }
+    let mut user = Message::new(Role::User, prompt.input.clone());
+    user.origin = Some(prompt.origin.clone());
+    user.id = Some(prompt.prompt_id.clone());
+    rt.commit(vec![
+        rec::turn_prompt(&prompt.input, &prompt.origin, &prompt.prompt_id, turn_id),
+        rec::message(user),
+    ]);
+    rt.emit(Event::TurnStarted { turn_id });
+    rt.publish_status();
+
+    rt.compaction().turn_started();
+    let mut ids = ToolCallIdNormalizer::new();
+    ids.seed_from(rt.log().history().messages());
+    let mut repeat = RepeatGuard::default();
+    let mut strict = false;
+    let mut step: u32 = 0;
+    let outcome: Result<(), Failure> = loop {
+        // The gate: cancellation, steers, the step limit.
+        if cancel.is_cancelled() {
+            break Err(Failure::Cancelled);
+        }
+        consume_steers(rt, turn_id);
+        step += 1;
+        if let Some(max) = rt.config.max_steps_per_turn
+            && max > 0
+            && step > max
+        {
+            break Err(Failure::Error(format!(
+                "Turn exceeded maxSteps={max}. Raise [loop_control] max_steps_per_turn in config.toml, or send a new prompt to continue."
+            )));
+        }
+        set_phase(rt, TurnPhase::Gating { step });
+        if let Err(message) = auto_compact(rt, turn_id, step, &cancel).await {
+            break Err(message);
+        }
+        rt.emit(Event::StepStarted { turn_id, step });
+        match run_step(
+            rt,
+            turn_id,
+            step,
+            &cancel,
+            &mut ids,
+            &mut strict,
+            &mut repeat,
+        )
+        .await
+        {
+            Ok(StepEnd::Answered) => {
+                if rt.shared().steers.is_empty() {
+                    break Ok(());
+                }
+            }
+            Ok(StepEnd::Continue { stop_turn: true }) => break Ok(()),
+            Ok(StepEnd::Continue { stop_turn: false }) => {}
+            Err(failure) => break Err(failure),
+        }
+    };
+
+    let (reason, error, phase) = match outcome {
+        Ok(()) => (TurnEndReason::Completed, None, TurnPhase::Done),
+        Err(Failure::Cancelled) => (TurnEndReason::Cancelled, None, TurnPhase::Aborted),
+        Err(Failure::Error(message)) => (TurnEndReason::Failed, Some(message), TurnPhase::Failed),
+    };
+    let reason_text = match reason {
+        TurnEndReason::Completed => "completed",
+        TurnEndReason::Cancelled => "cancelled",
+        TurnEndReason::Failed => "failed",
+        TurnEndReason::Blocked => "blocked",
+    };
+    let duration = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
+    let prompt_reason = if reason == TurnEndReason::Failed {
+        "failed"
+    } else {
+        "completed"
+    };
+    rt.commit(vec![
+        rec::turn_ended(turn_id, reason_text, error.as_deref(), duration),
+        rec::prompt("completed", &prompt.prompt_id, Some(prompt_reason)),
+    ]);
+    set_phase(rt, phase);
+    {
+        let mut shared = rt.shared();
+        if let Err(err) = shared.machine.end_turn() {
+            tracing::warn!("{err}");
+        }
+    }
+    if let Some(message) = &error {
+        rt.emit(Event::Error {
+            message: message.clone(),
+        });
+    }
+    rt.emit(Event::TurnEnded {
+        turn_id,
+        reason,
+        error: error.clone(),
+    });
+    rt.publish_status();
+    TurnResult {
+        turn_id,
+        reason,
+        error,
+        steps: step,
+    }
+}
+
+/// Steers that arrived since the last gate join the conversation now, in arrival order.
+fn consume_steers(rt: &Runtime, turn_id: u64) {
+    let steers: Vec<Pending> = std::mem::take(&mut rt.shared().steers);
+    for steer in steers {
+        let origin = Origin::Known(KnownOrigin::User {
+            skill_activations: None,
+            in_turn: Some(true),
+        });
+        let mut message = Message::new(Role::User, steer.input.clone());
+        message.origin = Some(origin.clone());
+        message.id = Some(steer.prompt_id.clone());
+        let steer_record =
+            kimi_protocol::RecordPayload::TurnSteer(kimi_protocol::record::TurnSteer {
+                agent_id: None,
+                input: steer.input.clone(),
+                origin: Some(origin),
+                message_id: Some(steer.prompt_id.clone()),
+                prompt_ids: Some(vec![steer.prompt_id.clone()]),
+                turn_id: Some(turn_id),
+            });
+        rt.commit(vec![steer_record, rec::message(message)]);
+        rt.emit(Event::PromptSteered {
+            prompt_id: steer.prompt_id,
+        });
+    }
+}
+
+/// Write what a failed attempt streamed (non-vacuous parts) and close its step.
+fn close_failed_attempt(
+    rt: &Runtime,
+    uuid: &str,
+    turn_id: u64,
+    step: u32,
+    partial: &Message,
+    reason: &str,
+) {
+    let mut records: Vec<_> = partial
+        .content
+        .iter()
+        .filter(|p| !p.is_vacuous())
+        .cloned()
+        .map(|p| rec::content_part(uuid, turn_id, step, p))
+        .collect();
+    records.push(rec::step_end(uuid, reason, None));
+    rt.commit(records);
+}
+
+#[allow(clippy::too_many_arguments)]
+async fn run_step(
+    rt: &Arc<Runtime>,
+    turn_id: u64,
+    step: u32,
+    cancel: &CancellationToken,
+    ids: &mut ToolCallIdNormalizer,
+    strict: &mut bool,
+    repeat: &mut RepeatGuard,
+) -> Result<StepEnd, Failure> {
+    let mut attempt: u32 = 1;
+    let (uuid, completion) = loop {
+        set_phase(rt, TurnPhase::Thinking { step, attempt });
+        let policy = if *strict {
+            ProjectionPolicy::strict()
+        } else {
+            ProjectionPolicy::default()
+        };
+        let messages = project_with(rt.log().history().messages(), &policy).messages;
+        let request = ChatRequest {
+            system: rt.config.system_prompt.clone(),
+            messages,
+            tools: rt.config.tools.schemas(),
+            params: rt.config.params.clone(),
+            cache_key: Some(rt.config.session_id.clone()),
+            cancel: cancel.child_token(),
+        };
+        let uuid = rec::new_id("step_");
+        rt.commit(vec![rec::step_begin(&uuid, turn_id, step)]);
+        let mut acc = Accumulator::new();
+        let result = stream_once(rt, request, &mut acc, cancel).await;
+        match result {
+            Ok(()) => break (uuid, acc.finish()),
+            Err(err) => {
+                let partial = acc.snapshot();
+                if cancel.is_cancelled() {
+                    close_failed_attempt(rt, &uuid, turn_id, step, &partial, "interrupted");
+                    return Err(Failure::Cancelled);
+                }
+                close_failed_attempt(rt, &uuid, turn_id, step, &partial, "error");
+                match err.kind() {
+                    ErrorKind::StructureRejected if !*strict => {
+                        *strict = true;
+                        continue;
+                    }
+                    ErrorKind::ContextOverflow => {
+                        let decision = rt.compaction().on_step_overflow();
+                        match decision {
+                            OverflowDecision::Compact => {
+                                set_phase(rt, TurnPhase::Compacting { step });
+                                let trigger = Trigger::Auto {
+                                    turn_id: Some(turn_id),
+                                };
+                                match compact::run(rt, trigger, cancel).await {
+                                    Ok(_) => continue,
+                                    Err(_) if cancel.is_cancelled() => {
+                                        return Err(Failure::Cancelled);
+                                    }
+                                    Err(message) => {
+                                        return Err(Failure::Error(format!("{err}; {message}")));
+                                    }
+                                }
+                            }
+                            OverflowDecision::GiveUp(reason) => {
+                                return Err(Failure::Error(format!("{err}; {reason}")));
+                            }
+                        }
+                    }
+                    ErrorKind::StructureRejected
+                    | ErrorKind::Transient
+                    | ErrorKind::Auth
+                    | ErrorKind::BadRequest
+                    | ErrorKind::QuotaExhausted
+                    | ErrorKind::RequestTooLarge
+                    | ErrorKind::ImageFormat
+                    | ErrorKind::Cancelled => {}
+                }
+                if err.is_retryable() && attempt < rt.config.retry.max_attempts {
+                    let delay = rt.config.retry.delay_for(attempt, &err);
+                    let delay_ms = u64::try_from(delay.as_millis()).unwrap_or(u64::MAX);
+                    rt.emit(Event::StepRetrying {
+                        turn_id,
+                        failed_attempt: attempt,
+                        next_attempt: attempt + 1,
+                        max_attempts: rt.config.retry.max_attempts,
+                        delay_ms,
+                        error_name: err.name().to_owned(),
+                        error_message: err.to_string(),
+                        status_code: err.status(),
+                    });
+                    set_phase(
+                        rt,
+                        TurnPhase::Retrying {
+                            step,
+                            attempt: attempt + 1,
+                            delay_ms,
+                        },
+                    );
+                    tokio::select! {
+                        () = tokio::time::sleep(delay) => {}
+                        () = cancel.cancelled() => return Err(Failure::Cancelled),
+                    }
+                    attempt += 1;
+                    continue;
+                }
+                return Err(Failure::Error(err.to_string()));
+            }
+        }
+    };
+    rt.compaction().step_succeeded();
+    finish_step(rt, turn_id, step, &uuid, completion, cancel, ids, repeat).await
+}
+
+/// Compact before the request when the context is over the trigger; a failure only ends the
+/// turn when the context is past the block limit (the request would fail anyway).
+async fn auto_compact(rt: &Runtime, turn_id: u64, step: u32, cancel: &CancellationToken) -> Result<(), Failure> {
+    let max = rt.config.max_context_tokens;
+    if max == 0 {
+        return Ok(());
+    }
+    let max = i64::try_from(max).unwrap_or(i64::MAX);
+    let used = compact::context_tokens(rt);
+    let check = rt.compaction().check_auto(max, used);
+    match check {
+        AutoCheck::AlreadyRunning | AutoCheck::NotNeeded => return Ok(()),
+        AutoCheck::Start => {}
+    }
+    set_phase(rt, TurnPhase::Compacting { step });
+    let trigger = Trigger::Auto {
+        turn_id: Some(turn_id),
+    };
+    let result = compact::run(rt, trigger, cancel).await;
+    set_phase(rt, TurnPhase::Gating { step });
+    match result {
+        Ok(_) => Ok(()),
+        Err(_) if cancel.is_cancelled() => Err(Failure::Cancelled),
+        Err(message) => {
+            if rt.compaction().should_block(max, compact::context_tokens(rt)) {
+                Err(Failure::Error(message))
+            } else {
+                rt.emit(Event::Warning { message });
+                Ok(())
+            }
+        }
+    }
+}
+
+/// Read one response; deltas go to the front ends as they come.
+async fn stream_once(
+    rt: &Runtime,
+    request: ChatRequest,
+    acc: &mut Accumulator,
+    cancel: &CancellationToken,
+) -> Result<(), LlmError> {
+    let mut stream = tokio::select! {
+        stream = rt.config.provider.stream(request) => stream?,
+        () = cancel.cancelled() => return Err(LlmError::Cancelled),
+    };
+    loop {
+        let next = tokio::select! {
+            next = stream.next() => next,
+            () = cancel.cancelled() => return Err(LlmError::Cancelled),
+        };
+        match next {
+            None => return Ok(()),
+            Some(Err(err)) => return Err(err),
+            Some(Ok(delta)) => {
+                match &delta {
+                    StreamDelta::Text(text) => {
+                        rt.emit(Event::AssistantDelta { text: text.clone() })
+                    }
+                    StreamDelta::Thinking(text) => {
+                        rt.emit(Event::ThinkingDelta { text: text.clone() })
+                    }
+                    StreamDelta::ThinkingSignature(_)
+                    | StreamDelta::ToolCallStart { .. }
+                    | StreamDelta::ToolCallArgs { .. }
+                    | StreamDelta::Usage(_)
+                    | StreamDelta::Finish(_)
+                    | StreamDelta::MessageId(_) => {}
+                }
+                acc.push(delta);
+            }
+        }
+    }
+}
+
+#[allow(clippy::too_many_arguments)]
+async fn finish_step(
+    rt: &Arc<Runtime>,
+    turn_id: u64,
+    step: u32,
+    uuid: &str,
+    completion: Completion,
+    cancel: &CancellationToken,
+    ids: &mut ToolCallIdNormalizer,
+    repeat: &mut RepeatGuard,
+) -> Result<StepEnd, Failure> {
+    let Completion {
+        mut message,
+        usage,
+        finish_reason,
+        ..
+    } = completion;
+    let mut response_ids = ids.begin_response();
+    response_ids.apply_to_calls(ids, &mut message.tool_calls);
+    let usage_value = usage.map(|u| {
+        serde_json::json!({
+            "inputOther": u.input_other,
+            "output": u.output,
+            "inputCacheRead": u.input_cache_read,
+            "inputCacheCreation": u.input_cache_creation,
+        })
+    });
+    let parts: Vec<_> = message
+        .content
+        .iter()
+        .cloned()
+        .map(|p| rec::content_part(uuid, turn_id, step, p))
+        .collect();
+    rt.commit(parts);
+    if let Some(u) = usage {
+        let usage = kimi_protocol::ops::Usage {
+            input_other: u.input_other,
+            output: u.output,
+            input_cache_read: u.input_cache_read,
+            input_cache_creation: u.input_cache_creation,
+        };
+        rt.emit(Event::Usage {
+            usage,
+            context_tokens: usage.total(),
+        });
+    }
+    rt.emit(Event::AssistantMessage {
+        message: message.clone(),
+    });
+
+    if message.tool_calls.is_empty() {
+        let reason = finish_reason_text(finish_reason.as_ref());
+        rt.commit(vec![rec::step_end(uuid, &reason, usage_value)]);
+        rt.emit(Event::StepCompleted {
+            turn_id,
+            step,
+            finish_reason: Some(reason),
+        });
+        if finish_reason == Some(FinishReason::Filtered) {
+            return Err(Failure::Error(
+                "Provider safety policy blocked the response.".to_owned(),
+            ));
+        }
+        if message.content.iter().all(ContentPart::is_vacuous) {
+            tracing::debug!("model returned an empty answer");
+        }
+        return Ok(StepEnd::Answered);
+    }
+
+    set_phase(
+        rt,
+        TurnPhase::Acting {
+            step,
+            pending: message.tool_calls.iter().map(|c| c.id.clone()).collect(),
+        },
+    );
+    let host = TurnHost {
+        rt,
+        turn_id,
+        step,
+        step_uuid: uuid.to_owned(),
+        cancel: cancel.clone(),
+    };
+    let user_cancel = rt.shared().user_cancelled;
+    let env = BatchEnv {
+        registry: &rt.config.tools,
+        validator: &rt.validator,
+        ctx: &rt.config.tool_ctx,
+        host: &host,
+        cancel: cancel.clone(),
+        user_cancel,
+    };
+    let outcome = run_batch(&env, &message.tool_calls, repeat).await;
+    if cancel.is_cancelled() {
+        rt.commit(vec![rec::step_end(uuid, "interrupted", usage_value)]);
+        return Err(Failure::Cancelled);
+    }
+    let reason = if outcome.stop_turn {
+        "completed"
+    } else {
+        "tool_use"
+    };
+    rt.commit(vec![rec::step_end(uuid, reason, usage_value)]);
+    rt.emit(Event::StepCompleted {
+        turn_id,
+        step,
+        finish_reason: Some(reason.to_owned()),
+    });
+    Ok(StepEnd::Continue {
+        stop_turn: outcome.stop_turn,
+    })
+}

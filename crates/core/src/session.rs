@@ -1,0 +1,168 @@
+//! Opening a session: a new one in the working directory, a given id, or the newest one of the
+//! directory; its main agent's journal replayed, the system prompt rendered (or reused from the
+//! journal so a resumed session sends the same bytes and keeps the provider's cache warm), the
+//! built-in tools registered, and the agent started.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use kimi_llm::{ModelParams, Provider, RetryPolicy};
+use kimi_protocol::RecordPayload;
+use kimi_store::{FsyncPolicy, Home, JournalOptions, MAIN_AGENT, Session, SessionStore};
+use kimi_tools::ToolContext;
+use serde_json::{Map, Value};
+
+use crate::engine::agent::{SpawnedAgent, spawn_agent};
+use crate::engine::log::{AgentLog, Restored};
+use crate::engine::runtime::{AgentConfig, PermissionPolicy};
+use crate::prompt::{PromptVars, cwd_listing, discover_agents_md, render_system_prompt};
+
+#[derive(Debug, thiserror::Error)]
+pub enum SessionError {
+    #[error(transparent)]
+    Store(#[from] kimi_store::StoreError),
+    #[error(transparent)]
+    Log(#[from] crate::engine::log::LogError),
+    #[error(transparent)]
+    Prompt(#[from] crate::prompt::PromptError),
+    #[error("no session {0} was found under {1}; list sessions with `kimi-rs -S` or start a new one")]
+    NotFound(String, PathBuf),
+}
+
+/// Which session to open.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Resume {
+    New,
+    Id(String),
+    /// The newest session of the working directory, or a new one when there is none.
+    Latest,
+}
+
+pub struct SessionSetup {
+    pub home: PathBuf,
+    pub cwd: PathBuf,
+    pub resume: Resume,
+    pub provider: Arc<dyn Provider>,
+    pub params: ModelParams,
+    pub max_context_tokens: u64,
+    pub max_steps_per_turn: Option<u32>,
+    pub retry: RetryPolicy,
+    pub permissions: Arc<dyn PermissionPolicy>,
+    pub additional_dirs: Vec<PathBuf>,
+    /// Environment for tools' child processes.
+    pub tool_env: Vec<(String, String)>,
+    pub fsync: FsyncPolicy,
+}
+
+pub struct OpenedSession {
+    pub session: Session,
+    pub resumed: bool,
+    pub restored: Restored,
+    pub agent: SpawnedAgent,
+}
+
+/// The newest non-archived session whose working directory is `cwd`.
+pub fn latest_session(store: &SessionStore, cwd: &Path) -> Option<(String, String)> {
+    let key = kimi_store::workdir_key(cwd);
+    let mut entries = store.index().list_for(&key).ok()?;
+    entries.retain(|e| !e.archived);
+    entries.sort_by_key(|e| e.updated_at);
+    entries.last().map(|e| (e.workdir_key.clone(), e.id.clone()))
+}
+
+fn find_session(store: &SessionStore, id: &str) -> Option<(String, String)> {
+    let entries = store.index().list().ok()?;
+    entries
+        .into_iter()
+        .find(|e| e.id == id)
+        .map(|e| (e.workdir_key, e.id))
+}
+
+fn system_prompt_record(text: &str) -> RecordPayload {
+    let mut map = Map::new();
+    map.insert("type".into(), Value::from("profile.bind"));
+    map.insert("profile".into(), Value::from("default"));
+    map.insert("systemPrompt".into(), Value::from(text));
+    RecordPayload::Other(map)
+}
+
+fn render_prompt(home: &Path, cwd: &Path, additional: &[PathBuf]) -> Result<String, SessionError> {
+    let agents_md = discover_agents_md(home, std::env::home_dir().as_deref(), cwd);
+    let shell = std::env::var("SHELL").unwrap_or_else(|_| "/bin/sh".to_owned());
+    let shell_name = Path::new(&shell)
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_else(|| shell.clone());
+    let vars = PromptVars {
+        os: std::env::consts::OS.to_owned(),
+        shell: format!("{shell_name} (`{shell}`)"),
+        now: crate::engine::log::now_iso(),
+        cwd: cwd.display().to_string(),
+        cwd_listing: cwd_listing(cwd),
+        agents_md: agents_md.render(),
+        additional_dirs_info: additional
+            .iter()
+            .map(|d| format!("- {}", d.display()))
+            .collect::<Vec<_>>()
+            .join("\n"),
+        ..PromptVars::default()
+    };
+    let system_md = std::fs::read_to_string(home.join("SYSTEM.md")).ok();
+    Ok(render_system_prompt(vars, system_md.as_deref())?)
+}
+
+pub fn open_session(setup: SessionSetup) -> Result<OpenedSession, SessionError> {
+    let store = SessionStore::new(Home::new(&setup.home));
+    let target = match &setup.resume {
+        Resume::New => None,
+        Resume::Id(id) => Some(
+            find_session(&store, id)
+                .ok_or_else(|| SessionError::NotFound(id.clone(), setup.home.clone()))?,
+        ),
+        Resume::Latest => latest_session(&store, &setup.cwd),
+    };
+    let (session, resumed) = match target {
+        Some((key, id)) => (store.open(&key, &id)?, true),
+        None => (store.create(&setup.cwd)?, false),
+    };
+    let journal = session.journal_path(MAIN_AGENT);
+    let options = JournalOptions { fsync: setup.fsync };
+    let (log, restored) = AgentLog::open(&journal, MAIN_AGENT, options)?;
+    let system_prompt = match &restored.system_prompt {
+        Some(text) => text.clone(),
+        None => render_prompt(&setup.home, &setup.cwd, &setup.additional_dirs)?,
+    };
+    let agent_dir = journal
+        .parent()
+        .map_or_else(|| session.dir.clone(), Path::to_path_buf);
+    let mut ctx = ToolContext::new(&setup.cwd, &agent_dir);
+    ctx.additional_dirs = setup.additional_dirs.clone();
+    ctx.env = setup.tool_env.clone();
+    let config = AgentConfig {
+        session_id: session.state.id.clone(),
+        system_prompt: system_prompt.clone(),
+        provider: setup.provider,
+        params: setup.params,
+        max_context_tokens: setup.max_context_tokens,
+        max_steps_per_turn: setup.max_steps_per_turn,
+        retry: setup.retry,
+        tools: Arc::new(kimi_tools::builtin::default_registry()),
+        tool_ctx: Arc::new(ctx),
+        permissions: setup.permissions,
+    };
+    let queued = restored.queued_prompts.clone();
+    let bind = restored.system_prompt.is_none();
+    let agent = spawn_agent(config, log, queued);
+    if bind {
+        agent
+            .handle
+            .runtime()
+            .commit(vec![system_prompt_record(&system_prompt)]);
+    }
+    Ok(OpenedSession {
+        session,
+        resumed,
+        restored,
+        agent,
+    })
+}
