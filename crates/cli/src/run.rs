@@ -91,7 +91,26 @@ pub async fn drive_turn(
     }) {
         return Err(anyhow!("the agent stopped before the prompt could be sent"));
     }
-    while let Some(event) = opened.agent.events.recv().await {
+    let mut interrupts = 0u32;
+    loop {
+        let event = tokio::select! {
+            event = opened.agent.events.recv() => event,
+            signal = tokio::signal::ctrl_c() => {
+                // First Ctrl-C cancels the turn (its journal stays resumable); a second one
+                // while the cancel is under way exits at once.
+                signal.context("cannot listen for Ctrl-C")?;
+                interrupts += 1;
+                if interrupts > 1 {
+                    return Ok((TurnEndReason::Cancelled, None));
+                }
+                eprintln!("kimi-rs: interrupting the turn (press Ctrl-C again to quit now)");
+                handle.send(Op::Cancel { queued: true });
+                continue;
+            }
+        };
+        let Some(event) = event else {
+            return Err(anyhow!("the agent stopped without ending the turn"));
+        };
         if let Event::StepRetrying { .. } = &event {
             writer.discard_assistant();
         }
@@ -100,7 +119,6 @@ pub async fn drive_turn(
             return Ok((reason, error));
         }
     }
-    Err(anyhow!("the agent stopped without ending the turn"))
 }
 
 pub fn print_mode(args: &RunArgs, prompt: &str) -> anyhow::Result<u8> {
