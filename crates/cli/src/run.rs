@@ -8,6 +8,8 @@ use std::sync::Arc;
 
 use anyhow::{Context, anyhow};
 use kimi_core::engine::runtime::ApproveAll;
+use kimi_core::permission::{PermissionState, load_rules_from_str};
+use kimi_protocol::ops::PermissionMode;
 use kimi_core::session::{OpenedSession, Resume, SessionSetup, latest_session, open_session};
 use kimi_llm::config::LlmConfig;
 use kimi_llm::{ModelParams, Provider, RetryPolicy, build_provider};
@@ -54,12 +56,29 @@ pub fn resolve_model(home: &std::path::Path, alias: Option<&str>) -> anyhow::Res
     })
 }
 
+/// The permission chain for print mode: auto mode (nothing can wait for a human) with the
+/// user's rules from `config.toml`; rules that do not load are reported and left out.
+pub fn print_mode_permissions(home: &std::path::Path) -> anyhow::Result<PermissionState> {
+    let mut state = PermissionState::default();
+    state.mode.mode = PermissionMode::Auto;
+    let path = home.join("config.toml");
+    if let Ok(text) = std::fs::read_to_string(&path) {
+        let loaded = load_rules_from_str(&text).map_err(|e| anyhow!("{}: {e}", path.display()))?;
+        for err in &loaded.errors {
+            eprintln!("kimi-rs: {}: {err}", path.display());
+        }
+        state.rules = loaded.rules;
+    }
+    Ok(state)
+}
+
 pub fn setup(
     home: PathBuf,
     cwd: PathBuf,
     resume: Resume,
     model: ModelChoice,
     additional_dirs: Vec<PathBuf>,
+    permission_chain: Option<PermissionState>,
 ) -> SessionSetup {
     SessionSetup {
         home,
@@ -70,8 +89,8 @@ pub fn setup(
         max_context_tokens: model.max_context_tokens,
         max_steps_per_turn: None,
         retry: RetryPolicy::default(),
-        // Print mode forces auto; until the permission chain is wired in, auto approves.
         permissions: Arc::new(ApproveAll),
+        permission_chain,
         additional_dirs,
         tool_env: std::env::vars().collect(),
         fsync: FsyncPolicy::EveryBatch,
@@ -136,6 +155,7 @@ pub fn print_mode(args: &RunArgs, prompt: &str) -> anyhow::Result<u8> {
         (None, false) => Resume::New,
     };
     let model = resolve_model(&home, args.model.as_deref())?;
+    let permissions = print_mode_permissions(&home)?;
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
@@ -143,7 +163,14 @@ pub fn print_mode(args: &RunArgs, prompt: &str) -> anyhow::Result<u8> {
         .context("cannot start the async runtime")?;
     let format = args.output_format.unwrap_or(OutputFormat::Text);
     runtime.block_on(async move {
-        let mut opened = open_session(setup(home, cwd.clone(), resume, model, args.add_dir.clone()))?;
+        let mut opened = open_session(setup(
+            home,
+            cwd.clone(),
+            resume,
+            model,
+            args.add_dir.clone(),
+            Some(permissions),
+        ))?;
         if opened.resumed {
             eprintln!("kimi-rs: resuming session {}", opened.session.state.id);
         }

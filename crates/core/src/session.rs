@@ -14,7 +14,9 @@ use serde_json::{Map, Value};
 
 use crate::engine::agent::{SpawnedAgent, spawn_agent};
 use crate::engine::log::{AgentLog, Restored};
+use crate::engine::permissions::ChainPolicy;
 use crate::engine::runtime::{AgentConfig, PermissionPolicy};
+use crate::permission::{PermissionState, SessionApprovals, Workspace};
 use crate::prompt::{PromptVars, cwd_listing, discover_agents_md, render_system_prompt};
 
 #[derive(Debug, thiserror::Error)]
@@ -25,7 +27,9 @@ pub enum SessionError {
     Log(#[from] crate::engine::log::LogError),
     #[error(transparent)]
     Prompt(#[from] crate::prompt::PromptError),
-    #[error("no session {0} was found under {1}; list sessions with `kimi-rs -S` or start a new one")]
+    #[error(
+        "no session {0} was found under {1}; list sessions with `kimi-rs -S` or start a new one"
+    )]
     NotFound(String, PathBuf),
 }
 
@@ -48,6 +52,9 @@ pub struct SessionSetup {
     pub max_steps_per_turn: Option<u32>,
     pub retry: RetryPolicy,
     pub permissions: Arc<dyn PermissionPolicy>,
+    /// When set, the permission chain decides (with this mode and these rules) instead of
+    /// `permissions`; approvals remembered for the session are restored from the journal.
+    pub permission_chain: Option<PermissionState>,
     pub additional_dirs: Vec<PathBuf>,
     /// Environment for tools' child processes.
     pub tool_env: Vec<(String, String)>,
@@ -67,7 +74,9 @@ pub fn latest_session(store: &SessionStore, cwd: &Path) -> Option<(String, Strin
     let mut entries = store.index().list_for(&key).ok()?;
     entries.retain(|e| !e.archived);
     entries.sort_by_key(|e| e.updated_at);
-    entries.last().map(|e| (e.workdir_key.clone(), e.id.clone()))
+    entries
+        .last()
+        .map(|e| (e.workdir_key.clone(), e.id.clone()))
 }
 
 fn find_session(store: &SessionStore, id: &str) -> Option<(String, String)> {
@@ -138,6 +147,18 @@ pub fn open_session(setup: SessionSetup) -> Result<OpenedSession, SessionError> 
     let mut ctx = ToolContext::new(&setup.cwd, &agent_dir);
     ctx.additional_dirs = setup.additional_dirs.clone();
     ctx.env = setup.tool_env.clone();
+    let permissions: Arc<dyn PermissionPolicy> = match setup.permission_chain {
+        Some(mut state) => {
+            state.session = SessionApprovals::from_records(restored.approvals.iter());
+            let workspace = Workspace::new(
+                &setup.cwd,
+                &setup.additional_dirs,
+                std::env::home_dir().as_deref(),
+            );
+            Arc::new(ChainPolicy::new(state, workspace))
+        }
+        None => setup.permissions,
+    };
     let config = AgentConfig {
         session_id: session.state.id.clone(),
         system_prompt: system_prompt.clone(),
@@ -148,7 +169,7 @@ pub fn open_session(setup: SessionSetup) -> Result<OpenedSession, SessionError> 
         retry: setup.retry,
         tools: Arc::new(kimi_tools::builtin::default_registry()),
         tool_ctx: Arc::new(ctx),
-        permissions: setup.permissions,
+        permissions,
     };
     let queued = restored.queued_prompts.clone();
     let bind = restored.system_prompt.is_none();

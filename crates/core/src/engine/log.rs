@@ -43,6 +43,8 @@ pub struct Restored {
     pub queued_prompts: Vec<QueuedPrompt>,
     /// The system prompt journaled when the agent was bound (`profile.bind`), reused on resume.
     pub system_prompt: Option<String>,
+    /// Approval answers (`permission.record_approval_result`): session approvals survive resume.
+    pub approvals: Vec<kimi_protocol::record::ApprovalResult>,
 }
 
 /// A prompt waiting for its turn; journaled as `prompt.queued` so a restart keeps it.
@@ -86,16 +88,21 @@ impl AgentLog {
         let report = history.replay(input.undoable.iter().map(|r| r.record.clone()), agent_id);
         let clock = TurnClock::fold(input.all.iter().map(|r| &r.record.payload));
         let queued_prompts = pending_queue(input.all.iter().map(|r| &r.record.payload));
-        let system_prompt = input.all.iter().rev().find_map(|r| match &r.record.payload {
-            RecordPayload::Other(map)
-                if map.get("type").and_then(serde_json::Value::as_str) == Some("profile.bind") =>
-            {
-                map.get("systemPrompt")
-                    .and_then(serde_json::Value::as_str)
-                    .map(str::to_owned)
-            }
-            _ => None,
-        });
+        let system_prompt = input
+            .all
+            .iter()
+            .rev()
+            .find_map(|r| match &r.record.payload {
+                RecordPayload::Other(map)
+                    if map.get("type").and_then(serde_json::Value::as_str)
+                        == Some("profile.bind") =>
+                {
+                    map.get("systemPrompt")
+                        .and_then(serde_json::Value::as_str)
+                        .map(str::to_owned)
+                }
+                _ => None,
+            });
         let mut skipped: Vec<String> = input
             .skipped
             .iter()
@@ -115,6 +122,14 @@ impl AgentLog {
                 skipped,
                 queued_prompts,
                 system_prompt,
+                approvals: input
+                    .all
+                    .iter()
+                    .filter_map(|r| match &r.record.payload {
+                        RecordPayload::ApprovalResult(a) => Some(a.clone()),
+                        _ => None,
+                    })
+                    .collect(),
             },
         ))
     }

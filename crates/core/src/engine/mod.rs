@@ -5,6 +5,7 @@ pub mod agent;
 pub mod compact;
 pub mod executor;
 pub mod log;
+pub mod permissions;
 pub mod records;
 pub mod repeat;
 pub mod runtime;

@@ -25,8 +25,8 @@ pub trait PermissionPolicy: Send + Sync {
     fn decide(&self, call: &ToolCall, args: &Value, plan: &ToolPlan) -> GateDecision;
     fn set_mode(&self, mode: PermissionMode);
     fn mode(&self) -> PermissionMode;
-    /// The user approved `rule` for the rest of the session.
-    fn remember_session_approval(&self, rule: &str);
+    /// The user approved this call for the rest of the session; returns the rule remembered.
+    fn remember_session_approval(&self, call: &ToolCall, plan: &ToolPlan) -> Option<String>;
 }
 
 /// Approve everything (yolo without labels); used until a real chain is configured and by tests.
@@ -41,7 +41,9 @@ impl PermissionPolicy for ApproveAll {
     fn mode(&self) -> PermissionMode {
         PermissionMode::Yolo
     }
-    fn remember_session_approval(&self, _rule: &str) {}
+    fn remember_session_approval(&self, _call: &ToolCall, _plan: &ToolPlan) -> Option<String> {
+        None
+    }
 }
 
 pub struct AgentConfig {

@@ -78,21 +78,26 @@ impl TurnPhase {
         if matches!(next, P::Aborted | P::Failed | P::Draining { .. }) {
             return true;
         }
-        match (self, next) {
-            (P::Gating { .. }, P::Thinking { .. } | P::Compacting { .. } | P::Done) => true,
-            (P::Compacting { .. }, P::Gating { .. } | P::Thinking { .. }) => true,
-            (P::Thinking { .. }, P::Acting { .. } | P::Retrying { .. } | P::Done)
-            | (P::Thinking { .. }, P::Compacting { .. } | P::Gating { .. }) => true,
-            (P::Retrying { .. }, P::Thinking { .. }) => true,
-            (
-                P::Acting { .. },
-                P::AwaitingApproval { .. } | P::Acting { .. } | P::Gating { .. },
-            )
-            | (P::Acting { .. }, P::Done) => true,
-            (P::AwaitingApproval { .. }, P::Acting { .. }) => true,
-            (P::Draining { .. }, P::Done) => true,
-            _ => false,
-        }
+        matches!(
+            (self, next),
+            (P::Gating { .. }, P::Thinking { .. } | P::Compacting { .. } | P::Done)
+                | (P::Compacting { .. }, P::Gating { .. } | P::Thinking { .. })
+                | (
+                    P::Thinking { .. },
+                    P::Acting { .. }
+                        | P::Retrying { .. }
+                        | P::Done
+                        | P::Compacting { .. }
+                        | P::Gating { .. }
+                )
+                | (P::Retrying { .. }, P::Thinking { .. })
+                | (
+                    P::Acting { .. },
+                    P::AwaitingApproval { .. } | P::Acting { .. } | P::Gating { .. } | P::Done
+                )
+                | (P::AwaitingApproval { .. }, P::Acting { .. })
+                | (P::Draining { .. }, P::Done)
+        )
     }
 }
 

@@ -122,13 +122,13 @@ impl BatchHost for TurnHost<'_> {
         if let Some(answer) = &answer {
             let (decision, rule) = match answer {
                 UserAnswer::Approve => ("approved", None),
-                UserAnswer::ApproveForSession => {
+                UserAnswer::ApproveForSession => (
+                    "approved",
                     self.rt
                         .config
                         .permissions
-                        .remember_session_approval(&plan.approval_rule);
-                    ("approved", Some(plan.approval_rule.clone()))
-                }
+                        .remember_session_approval(call, plan),
+                ),
                 UserAnswer::Reject(_) => ("rejected", None),
             };
             let mut result = serde_json::json!({"decision": decision});
@@ -463,7 +463,12 @@ async fn run_step(
 
 /// Compact before the request when the context is over the trigger; a failure only ends the
 /// turn when the context is past the block limit (the request would fail anyway).
-async fn auto_compact(rt: &Runtime, turn_id: u64, step: u32, cancel: &CancellationToken) -> Result<(), Failure> {
+async fn auto_compact(
+    rt: &Runtime,
+    turn_id: u64,
+    step: u32,
+    cancel: &CancellationToken,
+) -> Result<(), Failure> {
     let max = rt.config.max_context_tokens;
     if max == 0 {
         return Ok(());
@@ -485,7 +490,10 @@ async fn auto_compact(rt: &Runtime, turn_id: u64, step: u32, cancel: &Cancellati
         Ok(_) => Ok(()),
         Err(_) if cancel.is_cancelled() => Err(Failure::Cancelled),
         Err(message) => {
-            if rt.compaction().should_block(max, compact::context_tokens(rt)) {
+            if rt
+                .compaction()
+                .should_block(max, compact::context_tokens(rt))
+            {
                 Err(Failure::Error(message))
             } else {
                 rt.emit(Event::Warning { message });

@@ -1,0 +1,109 @@
+//! The permission chain as the engine's `PermissionPolicy`: a tool's execution plan is adapted
+//! into the facts the chain decides on (paths resolved against the workspace, so `..` and
+//! symlinks pointing out count as outside), and "approve for this session" remembers the
+//! canonical subject the model sent.
+
+use std::sync::{Mutex, MutexGuard};
+
+use kimi_protocol::ToolCall;
+use kimi_protocol::ops::PermissionMode;
+use kimi_tools::tool::RuleSubject;
+use kimi_tools::{Access, FileOperation, ToolPlan};
+use serde_json::Value;
+
+use super::executor::GateDecision;
+use super::runtime::PermissionPolicy;
+use crate::permission::{
+    AccessOp, CallFacts, FileAccess, PermissionState, Subject, Verdict, Workspace, action_for,
+    danger_summary,
+};
+
+pub struct ChainPolicy {
+    state: Mutex<PermissionState>,
+    workspace: Workspace,
+}
+
+impl ChainPolicy {
+    pub fn new(state: PermissionState, workspace: Workspace) -> Self {
+        ChainPolicy {
+            state: Mutex::new(state),
+            workspace,
+        }
+    }
+
+    fn state(&self) -> MutexGuard<'_, PermissionState> {
+        self.state
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// The facts the chain decides on, built from the tool's plan.
+    pub fn facts(&self, tool_name: &str, plan: &ToolPlan) -> CallFacts {
+        let subject = match &plan.subject {
+            RuleSubject::Path(path) => Subject::Path(self.workspace.resolve(path)),
+            RuleSubject::Text(text) => Subject::Text(text.clone()),
+            RuleSubject::NameOnly => Subject::NameOnly,
+        };
+        let accesses = plan
+            .accesses
+            .iter()
+            .flatten()
+            .filter_map(|access| match access {
+                Access::File {
+                    operation,
+                    path,
+                    recursive,
+                } => Some(FileAccess {
+                    op: match operation {
+                        FileOperation::Read => AccessOp::Read,
+                        FileOperation::Write => AccessOp::Write,
+                        FileOperation::Readwrite => AccessOp::Readwrite,
+                        FileOperation::Search => AccessOp::Search,
+                    },
+                    path: self.workspace.resolve(path),
+                    recursive: *recursive,
+                }),
+                Access::All => None,
+            })
+            .collect();
+        CallFacts::new(tool_name, subject, accesses)
+    }
+}
+
+impl PermissionPolicy for ChainPolicy {
+    fn decide(&self, call: &ToolCall, args: &Value, plan: &ToolPlan) -> GateDecision {
+        let facts = self.facts(&call.name, plan);
+        let decision = self.state().decide(&facts, &self.workspace);
+        match decision.verdict {
+            Verdict::Approve => GateDecision::Approve,
+            Verdict::Deny => GateDecision::Deny(decision.deny_message(&call.name)),
+            Verdict::Ask => GateDecision::Ask {
+                action: action_for(&facts, &self.workspace),
+                policy: decision.policy.as_str().to_owned(),
+                danger: (call.name == "Bash")
+                    .then(|| args.get("command").and_then(Value::as_str))
+                    .flatten()
+                    .and_then(danger_summary),
+            },
+        }
+    }
+
+    fn set_mode(&self, mode: PermissionMode) {
+        self.state().mode.mode = mode;
+    }
+
+    fn mode(&self) -> PermissionMode {
+        self.state().mode.mode
+    }
+
+    fn remember_session_approval(&self, call: &ToolCall, plan: &ToolPlan) -> Option<String> {
+        let rule = self.facts(&call.name, plan).approval_rule;
+        match self.state().session.grant(&rule) {
+            Ok(()) => Some(rule),
+            Err(err) => {
+                tracing::warn!("cannot remember approval {rule}: {err}");
+                None
+            }
+        }
+    }
+}
