@@ -14,7 +14,9 @@ use serde_json::{Map, Value};
 
 use crate::engine::agent::{SpawnedAgent, spawn_agent};
 use crate::engine::log::{AgentLog, Restored};
+use crate::engine::hooks::EngineHooks;
 use crate::engine::permissions::ChainPolicy;
+use crate::hooks::{CommonPayload, HookEventData, HookRunner, load_hooks_from_str};
 use crate::engine::runtime::{AgentConfig, PermissionPolicy};
 use crate::permission::{PermissionState, SessionApprovals, Workspace};
 use crate::prompt::{PromptVars, cwd_listing, discover_agents_md, render_system_prompt};
@@ -66,6 +68,39 @@ pub struct OpenedSession {
     pub resumed: bool,
     pub restored: Restored,
     pub agent: SpawnedAgent,
+    /// Problems found while loading configuration (invalid hooks), for the front end to show.
+    pub warnings: Vec<String>,
+}
+
+/// `[[hooks]]` from the home's config.toml; invalid entries are reported and left out.
+fn load_hooks(home: &Path, cwd: &Path, session_id: &str) -> (Option<Arc<EngineHooks>>, Vec<String>) {
+    let path = home.join("config.toml");
+    let Ok(text) = std::fs::read_to_string(&path) else {
+        return (None, Vec::new());
+    };
+    let loaded = match load_hooks_from_str(&text) {
+        Ok(loaded) => loaded,
+        Err(err) => return (None, vec![format!("{}: {err}", path.display())]),
+    };
+    let warnings = loaded
+        .errors
+        .iter()
+        .map(|e| format!("{}: {e}", path.display()))
+        .collect();
+    if loaded.hooks.hooks().is_empty() {
+        return (None, warnings);
+    }
+    let hooks = EngineHooks {
+        set: loaded.hooks,
+        runner: HookRunner::new(cwd),
+        common: CommonPayload {
+            session_id: session_id.to_owned(),
+            cwd: cwd.display().to_string(),
+            client_type: "kimi_rs_cli".to_owned(),
+            session_title: None,
+        },
+    };
+    (Some(Arc::new(hooks)), warnings)
 }
 
 /// The newest non-archived session whose working directory is `cwd`.
@@ -159,6 +194,7 @@ pub fn open_session(setup: SessionSetup) -> Result<OpenedSession, SessionError> 
         }
         None => setup.permissions,
     };
+    let (hooks, hook_warnings) = load_hooks(&setup.home, &setup.cwd, &session.state.id);
     let config = AgentConfig {
         session_id: session.state.id.clone(),
         system_prompt: system_prompt.clone(),
@@ -170,6 +206,7 @@ pub fn open_session(setup: SessionSetup) -> Result<OpenedSession, SessionError> 
         tools: Arc::new(kimi_tools::builtin::default_registry()),
         tool_ctx: Arc::new(ctx),
         permissions,
+        hooks: hooks.clone(),
     };
     let queued = restored.queued_prompts.clone();
     let bind = restored.system_prompt.is_none();
@@ -180,10 +217,18 @@ pub fn open_session(setup: SessionSetup) -> Result<OpenedSession, SessionError> 
             .runtime()
             .commit(vec![system_prompt_record(&system_prompt)]);
     }
+    if let Some(hooks) = hooks {
+        hooks.fire_and_forget(HookEventData::SessionStart {
+            source: if resumed { "resume" } else { "startup" }.to_owned(),
+            model: agent.handle.runtime().config.provider.model().to_owned(),
+            profile: "default".to_owned(),
+        });
+    }
     Ok(OpenedSession {
         session,
         resumed,
         restored,
         agent,
+        warnings: hook_warnings,
     })
 }

@@ -275,5 +275,12 @@ async fn run_jobs(rt: Arc<Runtime>) -> Vec<TurnResult> {
             }
         }
     }
+    if let Some(hooks) = &rt.config.hooks {
+        hooks
+            .fire(crate::hooks::HookEventData::SessionEnd {
+                reason: "exit".to_owned(),
+            })
+            .await;
+    }
     results
 }

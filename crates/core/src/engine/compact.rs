@@ -18,6 +18,7 @@ use kimi_protocol::{ContentPart, RecordPayload};
 use tokio_util::sync::CancellationToken;
 
 use super::runtime::Runtime;
+use crate::hooks::HookEventData;
 
 /// Tokens the next request would carry: system prompt, tool schemas and history.
 pub fn context_tokens(rt: &Runtime) -> u64 {
@@ -115,6 +116,16 @@ pub async fn run(
         profile_max_output: None,
     });
     let (begin, mut round) = begun.map_err(|e| e.to_string())?;
+    let trigger_name = if manual { "manual" } else { "auto" };
+    if let Some(hooks) = &rt.config.hooks {
+        // Awaited so a hook can save what it needs before history is replaced; result ignored.
+        hooks
+            .fire(HookEventData::PreCompact {
+                trigger: trigger_name.to_owned(),
+                token_count: overhead + estimate_messages(&history),
+            })
+            .await;
+    }
     rt.commit(vec![RecordPayload::FullCompactionBegin(
         FullCompactionBegin {
             agent_id: None,
@@ -226,6 +237,12 @@ fn finish_apply(rt: &Runtime, outcome: ApplyOutcome) -> bool {
                 tokens_before: r.tokens_before,
                 tokens_after: r.tokens_after,
             });
+            if let Some(hooks) = &rt.config.hooks {
+                hooks.fire_and_forget(HookEventData::PostCompact {
+                    trigger: "auto".to_owned(),
+                    estimated_token_count: r.tokens_after,
+                });
+            }
             true
         }
         ApplyOutcome::Cancelled => {

@@ -66,6 +66,8 @@ pub trait BatchHost: Send + Sync {
         policy: &str,
         danger: Option<&str>,
     ) -> Option<UserAnswer>;
+    /// PreToolUse hooks: `Some(reason)` vetoes the call.
+    async fn pre_tool_use(&self, call: &ToolCall, args: &Value) -> Option<String>;
     /// The call is about to run (or has an immediate result): journal `tool.call`.
     fn started(&self, call: &ToolCall, args: &Value, plan: Option<&ToolPlan>);
     /// The call's final result: journal `tool.result` and tell the front ends.
@@ -211,6 +213,9 @@ async fn prepare_one(
     };
     if let Some(result) = verdict {
         return (args, Some(plan), Prepared::Done(result));
+    }
+    if let Some(reason) = env.host.pre_tool_use(call, &args).await {
+        return (args, Some(plan), Prepared::Done(ToolResult::error(reason)));
     }
     *stop_batch |= plan.stop_batch_after_this;
     (args, Some(plan), Prepared::Run(exec))

@@ -4,6 +4,7 @@
 pub mod agent;
 pub mod compact;
 pub mod executor;
+pub mod hooks;
 pub mod log;
 pub mod permissions;
 pub mod records;

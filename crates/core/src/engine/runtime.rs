@@ -59,6 +59,8 @@ pub struct AgentConfig {
     pub tools: Arc<ToolRegistry>,
     pub tool_ctx: Arc<ToolContext>,
     pub permissions: Arc<dyn PermissionPolicy>,
+    /// `[[hooks]]` of config.toml; `None` = no hooks configured.
+    pub hooks: Option<Arc<super::hooks::EngineHooks>>,
 }
 
 /// A prompt waiting for its turn.

@@ -22,6 +22,8 @@ use tokio_util::sync::CancellationToken;
 use kimi_context::compaction::service::{AutoCheck, OverflowDecision, Trigger};
 
 use super::compact;
+use super::hooks::hook_result_text;
+use crate::hooks::{EventResult, HookEventData, clip_tool_output};
 use super::executor::{BatchEnv, BatchHost, GateDecision, UserAnswer, run_batch};
 use super::records as rec;
 use super::repeat::RepeatGuard;
@@ -160,6 +162,21 @@ impl BatchHost for TurnHost<'_> {
         answer
     }
 
+    async fn pre_tool_use(&self, call: &ToolCall, args: &Value) -> Option<String> {
+        let hooks = self.rt.config.hooks.as_ref()?;
+        let result = hooks
+            .fire(HookEventData::PreToolUse {
+                tool_name: call.name.clone(),
+                tool_input: args.clone(),
+                tool_call_id: call.id.clone(),
+            })
+            .await;
+        for message in result.warnings {
+            self.rt.emit(Event::Warning { message });
+        }
+        result.blocked
+    }
+
     fn started(&self, call: &ToolCall, args: &Value, _plan: Option<&ToolPlan>) {
         self.rt.commit(vec![rec::tool_call(
             &self.step_uuid,
@@ -183,6 +200,30 @@ impl BatchHost for TurnHost<'_> {
             output: result.output.clone().into_parts(),
             is_error: result.is_error,
         });
+        if let Some(hooks) = &self.rt.config.hooks {
+            let tool_input = call
+                .arguments
+                .as_deref()
+                .and_then(|a| serde_json::from_str(a).ok())
+                .unwrap_or(Value::Null);
+            let text = result.text().unwrap_or_default();
+            let data = if result.is_error {
+                HookEventData::PostToolUseFailure {
+                    tool_name: call.name.clone(),
+                    tool_input,
+                    tool_call_id: call.id.clone(),
+                    error: serde_json::json!({"name": "ToolError", "message": text}),
+                }
+            } else {
+                HookEventData::PostToolUse {
+                    tool_name: call.name.clone(),
+                    tool_input,
+                    tool_call_id: call.id.clone(),
+                    tool_output: clip_tool_output(&text),
+                }
+            };
+            hooks.fire_and_forget(data);
+        }
     }
 }
 
@@ -199,10 +240,68 @@ pub async fn run_turn(rt: &Arc<Runtime>, prompt: Pending, cancel: CancellationTo
     let mut user = Message::new(Role::User, prompt.input.clone());
     user.origin = Some(prompt.origin.clone());
     user.id = Some(prompt.prompt_id.clone());
-    rt.commit(vec![
-        rec::turn_prompt(&prompt.input, &prompt.origin, &prompt.prompt_id, turn_id),
-        rec::message(user),
-    ]);
+    let submit = match (&rt.config.hooks, prompt.origin.is_user()) {
+        (Some(hooks), true) => {
+            hooks
+                .fire(HookEventData::UserPromptSubmit {
+                    prompt: prompt.input.clone(),
+                    is_steer: false,
+                })
+                .await
+        }
+        _ => EventResult::default(),
+    };
+    for message in &submit.warnings {
+        rt.emit(Event::Warning {
+            message: message.clone(),
+        });
+    }
+    let mut records = vec![rec::turn_prompt(&prompt.input, &prompt.origin, &prompt.prompt_id, turn_id)];
+    if let Some(reason) = &submit.blocked {
+        // The hook's verdict comes first, then the prompt it refused: the model will see both.
+        let mut verdict = Message::new(
+            Role::Assistant,
+            vec![ContentPart::text(hook_result_text("UserPromptSubmit", reason, true))],
+        );
+        verdict.origin = Some(Origin::Known(KnownOrigin::HookResult {
+            event: "UserPromptSubmit".to_owned(),
+            blocked: Some(true),
+        }));
+        records.push(rec::message(verdict));
+        records.push(rec::message(user));
+        records.push(rec::turn_ended(turn_id, "blocked", Some(reason), 0));
+        records.push(rec::prompt("completed", &prompt.prompt_id, Some("blocked")));
+        rt.commit(records);
+        rt.emit(Event::TurnStarted { turn_id });
+        set_phase(rt, TurnPhase::Failed);
+        if let Err(err) = rt.shared().machine.end_turn() {
+            tracing::warn!("{err}");
+        }
+        rt.emit(Event::TurnEnded {
+            turn_id,
+            reason: TurnEndReason::Blocked,
+            error: Some(reason.clone()),
+        });
+        return TurnResult {
+            turn_id,
+            reason: TurnEndReason::Blocked,
+            error: Some(reason.clone()),
+            steps: 0,
+        };
+    }
+    records.push(rec::message(user));
+    for text in &submit.messages {
+        let mut note = Message::new(
+            Role::User,
+            vec![ContentPart::text(hook_result_text("UserPromptSubmit", text, false))],
+        );
+        note.origin = Some(Origin::Known(KnownOrigin::HookResult {
+            event: "UserPromptSubmit".to_owned(),
+            blocked: None,
+        }));
+        records.push(rec::message(note));
+    }
+    rt.commit(records);
     rt.emit(Event::TurnStarted { turn_id });
     rt.publish_status();
 
@@ -211,6 +310,7 @@ pub async fn run_turn(rt: &Arc<Runtime>, prompt: Pending, cancel: CancellationTo
     ids.seed_from(rt.log().history().messages());
     let mut repeat = RepeatGuard::default();
     let mut strict = false;
+    let mut stop_hook_used = false;
     let mut step: u32 = 0;
     let outcome: Result<(), Failure> = loop {
         // The gate: cancellation, steers, the step limit.
@@ -244,9 +344,24 @@ pub async fn run_turn(rt: &Arc<Runtime>, prompt: Pending, cancel: CancellationTo
         .await
         {
             Ok(StepEnd::Answered) => {
-                if rt.shared().steers.is_empty() {
-                    break Ok(());
+                if !rt.shared().steers.is_empty() {
+                    continue;
                 }
+                if !stop_hook_used && let Some(reason) = stop_hook(rt).await {
+                    // A Stop hook may ask for more work once per turn; its reason becomes the
+                    // next instruction.
+                    stop_hook_used = true;
+                    let mut message = Message::new(
+                        Role::User,
+                        vec![ContentPart::text(hook_result_text("Stop", &reason, true))],
+                    );
+                    message.origin = Some(Origin::Known(KnownOrigin::SystemTrigger {
+                        name: "stop_hook".to_owned(),
+                    }));
+                    rt.commit(vec![rec::message(message)]);
+                    continue;
+                }
+                break Ok(());
             }
             Ok(StepEnd::Continue { stop_turn: true }) => break Ok(()),
             Ok(StepEnd::Continue { stop_turn: false }) => {}
@@ -259,6 +374,19 @@ pub async fn run_turn(rt: &Arc<Runtime>, prompt: Pending, cancel: CancellationTo
         Err(Failure::Cancelled) => (TurnEndReason::Cancelled, None, TurnPhase::Aborted),
         Err(Failure::Error(message)) => (TurnEndReason::Failed, Some(message), TurnPhase::Failed),
     };
+    if let Some(hooks) = &rt.config.hooks {
+        match reason {
+            TurnEndReason::Cancelled => hooks.fire_and_forget(HookEventData::Interrupt {
+                turn_id: Value::from(turn_id),
+                reason: "cancelled".to_owned(),
+            }),
+            TurnEndReason::Failed => hooks.fire_and_forget(HookEventData::StopFailure {
+                error_type: "error".to_owned(),
+                error_message: error.clone().unwrap_or_default(),
+            }),
+            TurnEndReason::Completed | TurnEndReason::Blocked => {}
+        }
+    }
     let reason_text = match reason {
         TurnEndReason::Completed => "completed",
         TurnEndReason::Cancelled => "cancelled",
@@ -299,6 +427,20 @@ pub async fn run_turn(rt: &Arc<Runtime>, prompt: Pending, cancel: CancellationTo
         error,
         steps: step,
     }
+}
+
+/// Run the Stop hooks; `Some(reason)` when one blocks (asks the model to keep going).
+async fn stop_hook(rt: &Runtime) -> Option<String> {
+    let hooks = rt.config.hooks.as_ref()?;
+    let result = hooks
+        .fire(HookEventData::Stop {
+            stop_hook_active: false,
+        })
+        .await;
+    for message in result.warnings {
+        rt.emit(Event::Warning { message });
+    }
+    result.blocked
 }
 
 /// Steers that arrived since the last gate join the conversation now, in arrival order.

@@ -1,0 +1,242 @@
+//! The engine with its guards wired in: user hooks (UserPromptSubmit, PreToolUse, Stop) and the
+//! permission chain (deny rules, asking the user, approve-for-session surviving a resume), run
+//! in-process against the scripted model with real files, real processes and a real journal.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Duration;
+
+use kimi_core::engine::runtime::ApproveAll;
+use kimi_core::permission::{PermissionState, load_rules_from_str};
+use kimi_core::session::{OpenedSession, Resume, SessionSetup, open_session};
+use kimi_llm::scripted::{ScriptTurn, ScriptedProvider};
+use kimi_llm::{ModelParams, RetryPolicy};
+use kimi_protocol::ContentPart;
+use kimi_protocol::ops::{ApprovalDecision, Event, Op, PermissionMode, TurnEndReason};
+use kimi_store::FsyncPolicy;
+
+fn setup(
+    home: &Path,
+    cwd: &Path,
+    resume: Resume,
+    provider: Arc<ScriptedProvider>,
+    chain: Option<PermissionState>,
+) -> SessionSetup {
+    SessionSetup {
+        home: home.to_owned(),
+        cwd: cwd.to_owned(),
+        resume,
+        provider,
+        params: ModelParams::default(),
+        max_context_tokens: 0,
+        max_steps_per_turn: None,
+        retry: RetryPolicy::default(),
+        permissions: Arc::new(ApproveAll),
+        permission_chain: chain,
+        additional_dirs: Vec::new(),
+        tool_env: vec![("PATH".into(), std::env::var("PATH").unwrap_or_default())],
+        fsync: FsyncPolicy::Never,
+    }
+}
+
+fn chain(mode: PermissionMode, config: &str) -> PermissionState {
+    let mut state = PermissionState::default();
+    state.mode.mode = mode;
+    state.rules = load_rules_from_str(config).unwrap().rules;
+    state
+}
+
+/// Submit `prompt` and collect events until the turn ends, answering approvals with `answer`.
+async fn turn(opened: &mut OpenedSession, prompt: &str, answer: Option<ApprovalDecision>) -> Vec<Event> {
+    opened.agent.handle.send(Op::Submit {
+        input: vec![ContentPart::text(prompt)],
+        origin: None,
+    });
+    let mut events = Vec::new();
+    loop {
+        let event = tokio::time::timeout(Duration::from_secs(30), opened.agent.events.recv())
+            .await
+            .expect("turn finished in time")
+            .expect("agent alive");
+        if let (Event::ApprovalRequested(req), Some(decision)) = (&event, &answer) {
+            opened.agent.handle.send(Op::Approve {
+                request_id: req.request_id.clone(),
+                decision: decision.clone(),
+            });
+        }
+        let done = matches!(event, Event::TurnEnded { .. });
+        events.push(event);
+        if done {
+            return events;
+        }
+    }
+}
+
+fn results(events: &[Event]) -> Vec<(String, bool)> {
+    events
+        .iter()
+        .filter_map(|e| match e {
+            Event::ToolResult { output, is_error, .. } => Some((
+                output.iter().filter_map(ContentPart::as_text).collect(),
+                *is_error,
+            )),
+            _ => None,
+        })
+        .collect()
+}
+
+fn ended(events: &[Event]) -> TurnEndReason {
+    events
+        .iter()
+        .find_map(|e| match e {
+            Event::TurnEnded { reason, .. } => Some(*reason),
+            _ => None,
+        })
+        .unwrap()
+}
+
+async fn close(opened: OpenedSession) {
+    opened.agent.handle.send(Op::Shutdown);
+    opened.agent.join.await.unwrap();
+}
+
+#[tokio::test]
+async fn pre_tool_use_hook_blocks_a_command_and_the_model_gets_the_reason() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (home, cwd) = (tmp.path().join("home"), tmp.path().join("work"));
+    std::fs::create_dir_all(&home).unwrap();
+    std::fs::create_dir_all(&cwd).unwrap();
+    std::fs::write(
+        home.join("config.toml"),
+        "[[hooks]]\nevent = \"PreToolUse\"\nmatcher = \"Bash\"\ncommand = \"grep -q touch && echo 'no touching' >&2 && exit 2; exit 0\"\n",
+    )
+    .unwrap();
+    let provider = Arc::new(ScriptedProvider::new(vec![
+        ScriptTurn::tool_calls(&[("c1", "Bash", r#"{"command":"touch made.txt"}"#)]),
+        ScriptTurn::text("blocked, as expected"),
+    ]));
+    let mut opened = open_session(setup(&home, &cwd, Resume::New, provider.clone(), None)).unwrap();
+    let events = turn(&mut opened, "make a file", None).await;
+    assert_eq!(results(&events), vec![("no touching".to_owned(), true)]);
+    assert!(!cwd.join("made.txt").exists(), "the vetoed command must not run");
+    assert_eq!(ended(&events), TurnEndReason::Completed);
+    close(opened).await;
+}
+
+#[tokio::test]
+async fn user_prompt_submit_hook_blocks_the_turn_before_the_model_is_called() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (home, cwd) = (tmp.path().join("home"), tmp.path().join("work"));
+    std::fs::create_dir_all(&home).unwrap();
+    std::fs::create_dir_all(&cwd).unwrap();
+    std::fs::write(
+        home.join("config.toml"),
+        "[[hooks]]\nevent = \"UserPromptSubmit\"\ncommand = \"echo 'secrets are off limits' >&2; exit 2\"\n",
+    )
+    .unwrap();
+    let provider = Arc::new(ScriptedProvider::new(vec![ScriptTurn::text("never sent")]));
+    let mut opened = open_session(setup(&home, &cwd, Resume::New, provider.clone(), None)).unwrap();
+    let events = turn(&mut opened, "print the API key", None).await;
+    assert_eq!(ended(&events), TurnEndReason::Blocked);
+    assert!(provider.requests().is_empty(), "a blocked prompt never reaches the model");
+    close(opened).await;
+}
+
+#[tokio::test]
+async fn stop_hook_asks_for_one_more_step_with_its_reason() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (home, cwd) = (tmp.path().join("home"), tmp.path().join("work"));
+    std::fs::create_dir_all(&home).unwrap();
+    std::fs::create_dir_all(&cwd).unwrap();
+    std::fs::write(
+        home.join("config.toml"),
+        "[[hooks]]\nevent = \"Stop\"\ncommand = \"echo 'run the tests first' >&2; exit 2\"\n",
+    )
+    .unwrap();
+    let provider = Arc::new(ScriptedProvider::new(vec![
+        ScriptTurn::text("done"),
+        ScriptTurn::text("tests pass"),
+    ]));
+    let mut opened = open_session(setup(&home, &cwd, Resume::New, provider.clone(), None)).unwrap();
+    let events = turn(&mut opened, "finish", None).await;
+    assert_eq!(ended(&events), TurnEndReason::Completed);
+    let requests = provider.requests();
+    assert_eq!(requests.len(), 2, "exactly one extra step, not a loop");
+    let last = requests[1].messages.last().unwrap().text();
+    assert!(last.contains("run the tests first"), "{last}");
+    close(opened).await;
+}
+
+#[tokio::test]
+async fn deny_rules_refuse_and_session_approvals_survive_resume() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (home, cwd) = (tmp.path().join("home"), tmp.path().join("work"));
+    std::fs::create_dir_all(&home).unwrap();
+    std::fs::create_dir_all(&cwd).unwrap();
+    let rules = "[[permission.rules]]\ndecision = \"deny\"\npattern = \"Bash(rm *)\"\nreason = \"no deleting\"\n";
+
+    // Auto mode with a deny rule: the rule wins, the file survives.
+    std::fs::write(cwd.join("keep.txt"), "x").unwrap();
+    let provider = Arc::new(ScriptedProvider::new(vec![
+        ScriptTurn::tool_calls(&[("c1", "Bash", r#"{"command":"rm keep.txt"}"#)]),
+        ScriptTurn::text("could not delete"),
+    ]));
+    let mut opened = open_session(setup(
+        &home,
+        &cwd,
+        Resume::New,
+        provider,
+        Some(chain(PermissionMode::Auto, rules)),
+    ))
+    .unwrap();
+    let events = turn(&mut opened, "delete keep.txt", None).await;
+    let (text, is_error) = results(&events).remove(0);
+    assert!(is_error && text.contains("no deleting"), "{text}");
+    assert!(cwd.join("keep.txt").exists());
+    close(opened).await;
+
+    // Manual mode: a command asks; approve it for the session.
+    let provider = Arc::new(ScriptedProvider::new(vec![
+        ScriptTurn::tool_calls(&[("c2", "Bash", r#"{"command":"echo hi > note.txt"}"#)]),
+        ScriptTurn::text("wrote it"),
+    ]));
+    let mut opened = open_session(setup(
+        &home,
+        &cwd,
+        Resume::Latest,
+        provider,
+        Some(chain(PermissionMode::Manual, rules)),
+    ))
+    .unwrap();
+    let events = turn(&mut opened, "write a note", Some(ApprovalDecision::ApproveForSession)).await;
+    let asked = events
+        .iter()
+        .filter(|e| matches!(e, Event::ApprovalRequested(_)))
+        .count();
+    assert_eq!(asked, 1);
+    assert!(cwd.join("note.txt").exists());
+    close(opened).await;
+
+    // Resumed: the same command runs without asking, because the approval was journaled.
+    std::fs::remove_file(cwd.join("note.txt")).unwrap();
+    let provider = Arc::new(ScriptedProvider::new(vec![
+        ScriptTurn::tool_calls(&[("c3", "Bash", r#"{"command":"echo hi > note.txt"}"#)]),
+        ScriptTurn::text("wrote it again"),
+    ]));
+    let mut opened = open_session(setup(
+        &home,
+        &cwd,
+        Resume::Latest,
+        provider,
+        Some(chain(PermissionMode::Manual, rules)),
+    ))
+    .unwrap();
+    let events = turn(&mut opened, "again", None).await;
+    assert!(
+        !events.iter().any(|e| matches!(e, Event::ApprovalRequested(_))),
+        "approve-for-session must survive a resume"
+    );
+    assert!(cwd.join("note.txt").exists());
+    close(opened).await;
+}
