@@ -84,6 +84,13 @@ pub enum Command {
         #[arg(long)]
         dir: Option<PathBuf>,
     },
+    /// Run one command under the opt-in OS sandbox (writable workspace and temp dirs, `.git`
+    /// and the kimi-rs home read-only, no network sockets) to see what it allows.
+    Sandbox {
+        /// The command and its arguments (after `--`).
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true, required = true)]
+        command: Vec<std::ffi::OsString>,
+    },
     /// Developer tools.
     Debug {
         #[command(subcommand)]
@@ -171,6 +178,7 @@ pub fn main() -> ExitCode {
                 ExitCode::FAILURE
             }
         },
+        Some(Command::Sandbox { command }) => run_sandboxed(&command),
         Some(Command::Debug {
             command: DebugCommand::Conformance { dir, area },
         }) => run_conformance(&dir, area.as_deref()),
@@ -190,6 +198,31 @@ pub fn main() -> ExitCode {
             }
         },
     }
+}
+
+fn run_sandboxed(command: &[std::ffi::OsString]) -> ExitCode {
+    use kimi_core::permission::Workspace;
+    use kimi_core::permission::sandbox::{SandboxPolicy, SandboxSupport, exec_sandboxed, probe};
+    if let SandboxSupport::Unavailable { reason } = probe() {
+        eprintln!("kimi-rs: the OS sandbox is not available here: {reason}");
+        return ExitCode::FAILURE;
+    }
+    let (cwd, home) = match (std::env::current_dir(), kimi_store::home_from_env()) {
+        (Ok(cwd), Ok(home)) => (cwd, home),
+        (Err(err), _) => {
+            eprintln!("kimi-rs: cannot read the current directory: {err}");
+            return ExitCode::FAILURE;
+        }
+        (_, Err(err)) => {
+            eprintln!("kimi-rs: {err}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let workspace = Workspace::new(&cwd, &[], std::env::home_dir().as_deref());
+    let policy = SandboxPolicy::workspace_write(&workspace, &[std::env::temp_dir()], &home);
+    let err = exec_sandboxed(&policy, command);
+    eprintln!("kimi-rs: {err}");
+    ExitCode::FAILURE
 }
 
 fn run_conformance(dir: &std::path::Path, area: Option<&str>) -> ExitCode {

@@ -171,6 +171,9 @@ pub fn print_mode(args: &RunArgs, prompt: &str) -> anyhow::Result<u8> {
             args.add_dir.clone(),
             Some(permissions),
         ))?;
+        for warning in &opened.warnings {
+            eprintln!("kimi-rs: {warning}");
+        }
         if opened.resumed {
             eprintln!("kimi-rs: resuming session {}", opened.session.state.id);
         }

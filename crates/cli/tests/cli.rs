@@ -77,7 +77,10 @@ fn invalid_flag_combinations_exit_1_with_a_reason() {
         (vec!["--yolo", "--auto"], "either --yolo or --auto"),
         (vec!["-c", "-S", "abc"], "either -c/--continue"),
         (vec!["-p", "hi", "-S"], "needs a session id"),
-        (vec!["--agent", "a", "--agent-file", "f.md"], "either --agent"),
+        (
+            vec!["--agent", "a", "--agent-file", "f.md"],
+            "either --agent",
+        ),
     ] {
         kimi()
             .args(&args)
@@ -100,4 +103,40 @@ fn hidden_aliases_are_accepted() {
         .assert()
         .code(1)
         .stderr(predicate::str::contains("either --yolo or --auto"));
+}
+
+#[test]
+fn sandbox_command_allows_the_workspace_and_refuses_outside_writes() {
+    let work = tempfile::tempdir().unwrap();
+    std::fs::create_dir(work.path().join("sub")).unwrap();
+    let outside = tempfile::tempdir_in(std::env::current_dir().unwrap()).unwrap();
+    let home = tempfile::tempdir().unwrap();
+    let probe = kimi()
+        .current_dir(work.path())
+        .env("KIMI_RS_HOME", home.path())
+        .args(["sandbox", "--", "true"])
+        .output()
+        .unwrap();
+    if !probe.status.success() {
+        let why = String::from_utf8_lossy(&probe.stderr);
+        assert!(why.contains("not available"), "{why}");
+        eprintln!("skipping: {why}");
+        return;
+    }
+    kimi()
+        .current_dir(work.path())
+        .env("KIMI_RS_HOME", home.path())
+        .args(["sandbox", "--", "sh", "-c", "echo ok > sub/inside.txt"])
+        .assert()
+        .success();
+    assert!(work.path().join("sub/inside.txt").exists());
+    let target = outside.path().join("outside.txt");
+    kimi()
+        .current_dir(work.path())
+        .env("KIMI_RS_HOME", home.path())
+        .args(["sandbox", "--", "sh", "-c"])
+        .arg(format!("echo no > {}", target.display()))
+        .assert()
+        .failure();
+    assert!(!target.exists());
 }
