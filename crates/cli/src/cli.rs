@@ -164,11 +164,11 @@ impl RunArgs {
 
 pub fn main() -> ExitCode {
     let cli = Cli::parse();
-    if cli.command.is_none() {
-        if let Err(message) = cli.run.validate() {
-            eprintln!("kimi-rs: {message}");
-            return ExitCode::FAILURE;
-        }
+    if cli.command.is_none()
+        && let Err(message) = cli.run.validate()
+    {
+        eprintln!("kimi-rs: {message}");
+        return ExitCode::FAILURE;
     }
     match cli.command {
         Some(Command::Demo { dir }) => match crate::demo::run(dir) {

@@ -37,7 +37,7 @@ pub fn resolve_model(home: &std::path::Path, alias: Option<&str>) -> anyhow::Res
         LlmConfig::load(&path)?
     } else {
         LlmConfig {
-            path: path.clone(),
+            path,
             ..LlmConfig::default()
         }
     };

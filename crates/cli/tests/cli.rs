@@ -1,4 +1,5 @@
 //! The real `kimi-rs` binary: version, help, and the conformance command's output contract.
+#![allow(clippy::unwrap_used, clippy::expect_used)] // helpers outside #[test] fns count as tests here
 
 use assert_cmd::Command;
 use predicates::prelude::*;

@@ -1,5 +1,6 @@
 //! Runs the repository's copy of the conformance cases through the real code, one test per
 //! area that is built, so a regression names its area.
+#![allow(clippy::unwrap_used, clippy::expect_used)] // helpers outside #[test] fns count as tests here
 
 use std::path::PathBuf;
 
@@ -29,4 +30,18 @@ macro_rules! areas {
     };
 }
 
-areas!(fold, wire_restore, undo, tool_call_ids);
+areas!(
+    accumulator,
+    compaction_handoff,
+    compaction_split,
+    compaction_trigger,
+    fold,
+    projection,
+    scheduler,
+    token_estimate,
+    tool_args,
+    tool_call_ids,
+    tool_result,
+    undo,
+    wire_restore,
+);

@@ -47,14 +47,24 @@ pub struct ContentPartEvent {
     pub step: Option<u64>,
 }
 
+/// A present field is `Some`, even when it is `null`; only an absent field is `None`.
+fn present_value<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Option<Value>, D::Error> {
+    Value::deserialize(deserializer).map(Some)
+}
+
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ToolCallEvent {
     pub step_uuid: String,
     pub tool_call_id: String,
     pub name: String,
-    /// Parsed arguments; absent means the call had none (history stores `null`).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    /// Parsed arguments; absent means the call had none (history stores `null`), while an
+    /// explicit `null` is a value (history stores the string `"null"`, as `JSON.stringify` does).
+    #[serde(
+        default,
+        deserialize_with = "present_value",
+        skip_serializing_if = "Option::is_none"
+    )]
     pub args: Option<Value>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub extras: Option<Value>,

@@ -126,8 +126,17 @@ pub fn run_case(area: &str, case: &Value) -> Vec<String> {
     let Some(adapter) = areas::adapter(area) else {
         return vec![format!("no adapter for area {area:?} in this build")];
     };
-    let input = case.get("input").cloned().unwrap_or(Value::Null);
+    let mut input = case.get("input").cloned().unwrap_or(Value::Null);
     let expected = case.get("expected").cloned().unwrap_or(Value::Null);
+    // Scheduler cases name their steps ("finish X", "fail X") only in `expected.script[*].after`
+    // (schema README: "each script step then resolves or rejects one running task"); the steps
+    // are inputs to the run, so hand them over. Only the step names are passed, never results.
+    if let (Some(obj), Some(Value::Array(script))) = (input.as_object_mut(), expected.get("script"))
+        && !obj.contains_key("script")
+    {
+        let steps: Vec<Value> = script.iter().filter_map(|s| s.get("after").cloned()).collect();
+        obj.insert("script".to_owned(), Value::Array(steps));
+    }
     match catch_unwind(AssertUnwindSafe(|| adapter(&input))) {
         Ok(Ok(actual)) => compare::diff(&expected, &actual),
         Ok(Err(message)) => vec![format!("error: {message}")],

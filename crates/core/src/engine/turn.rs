@@ -508,7 +508,19 @@ async fn run_step(
         } else {
             ProjectionPolicy::default()
         };
+        // On a step's first attempt `step.begin` goes first: it settles a step an earlier turn
+        // left open (cancelled, failed, or cut off by a crash before this resume) — its calls
+        // get their results and held-back messages join history — so the projection never
+        // sees a half-open exchange. A retry projects first instead, so the broken attempt it
+        // repeats (still open) is not sent back to the model.
+        let uuid = rec::new_id("step_");
+        if attempt == 1 {
+            rt.commit(vec![rec::step_begin(&uuid, turn_id, step)]);
+        }
         let messages = project_with(rt.log().history().messages(), &policy).messages;
+        if attempt > 1 {
+            rt.commit(vec![rec::step_begin(&uuid, turn_id, step)]);
+        }
         let request = ChatRequest {
             system: rt.config.system_prompt.clone(),
             messages,
@@ -517,8 +529,6 @@ async fn run_step(
             cache_key: Some(rt.config.session_id.clone()),
             cancel: cancel.child_token(),
         };
-        let uuid = rec::new_id("step_");
-        rt.commit(vec![rec::step_begin(&uuid, turn_id, step)]);
         let mut acc = Accumulator::new();
         let result = stream_once(rt, request, &mut acc, cancel).await;
         match result {

@@ -1,0 +1,494 @@
+//! Classified provider errors (core.md §b.8, §d.9, §f.7): what went wrong, whether a retry can
+//! help, and which ones tell the engine to compact or escalate the projection policy.
+
+use std::time::Duration;
+
+use crate::config::KeySource;
+
+/// What the engine should do about an error, independent of the provider that raised it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ErrorKind {
+    /// Transient: retry with backoff.
+    Transient,
+    /// The context window was exceeded: compact, then retry (§d.9).
+    ContextOverflow,
+    /// The request body was too large (413): degrade, then strip media (§b.8 rule 1).
+    RequestTooLarge,
+    /// An image was rejected: strip media (§b.8 rule 2).
+    ImageFormat,
+    /// Message structure rejected (pairing, alternation, empty blocks): strict projection (§b.8 rule 3).
+    StructureRejected,
+    /// Credentials missing or refused.
+    Auth,
+    /// Quota or billing exhausted; waiting will not help.
+    QuotaExhausted,
+    /// Any other refusal of the request.
+    BadRequest,
+    /// The caller cancelled.
+    Cancelled,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum LlmError {
+    #[error(
+        "could not reach {provider} at {url}: {detail}. Check the network, proxy variables (HTTPS_PROXY/ALL_PROXY/NO_PROXY) and the provider's base_url"
+    )]
+    Connection {
+        provider: String,
+        url: String,
+        detail: String,
+    },
+    #[error(
+        "{provider} did not answer in time: {detail}. The request will be retried; if it keeps happening check the network or the provider's status"
+    )]
+    Timeout { provider: String, detail: String },
+    #[error(
+        "{provider} rejected the API key (HTTP {status}): {message}. The key came from {key_source}; fix or replace it there"
+    )]
+    Auth {
+        provider: String,
+        status: u16,
+        message: String,
+        key_source: KeySource,
+    },
+    #[error(
+        "{provider} quota exhausted (HTTP {status}): {message}. Top up the account or switch model; retrying will not help"
+    )]
+    QuotaExhausted {
+        provider: String,
+        status: u16,
+        message: String,
+    },
+    #[error("the conversation exceeds {provider}'s context window (HTTP {status}): {message}")]
+    ContextOverflow {
+        provider: String,
+        status: u16,
+        message: String,
+    },
+    #[error("{provider} rejected the request as too large (HTTP 413): {message}")]
+    RequestTooLarge { provider: String, message: String },
+    #[error("{provider} rejected an image in the request (HTTP {status}): {message}")]
+    ImageFormat {
+        provider: String,
+        status: u16,
+        message: String,
+    },
+    #[error("{provider} rejected the message structure (HTTP {status}): {message}")]
+    StructureRejected {
+        provider: String,
+        status: u16,
+        message: String,
+    },
+    #[error("{provider} answered HTTP {status}: {message}")]
+    Http {
+        provider: String,
+        status: u16,
+        message: String,
+        retry_after: Option<Duration>,
+    },
+    /// An error event inside an otherwise healthy stream (e.g. Anthropic `overloaded_error`).
+    #[error("{provider} reported an error mid-stream ({code}): {message}")]
+    StreamError {
+        provider: String,
+        code: String,
+        message: String,
+    },
+    #[error(
+        "the {provider} stream broke before the answer was complete: {detail}. The partial answer was discarded; the request can be retried"
+    )]
+    StreamInterrupted { provider: String, detail: String },
+    #[error("{provider} sent a malformed stream event: {detail}")]
+    MalformedStream { provider: String, detail: String },
+    /// The answer finished with neither content nor tool calls (retryable, §f.7).
+    #[error(
+        "{provider} returned an empty answer (finish reason: {finish}); the request can be retried"
+    )]
+    EmptyResponse { provider: String, finish: String },
+    #[error("the request was cancelled")]
+    Cancelled,
+    #[error("could not build the {provider} request: {detail}")]
+    InvalidRequest { provider: String, detail: String },
+}
+
+/// Statuses worth retrying (§h.10).
+const RETRYABLE_STATUSES: [u16; 8] = [408, 409, 429, 500, 502, 503, 504, 529];
+
+impl LlmError {
+    pub fn kind(&self) -> ErrorKind {
+        match self {
+            LlmError::Connection { .. }
+            | LlmError::Timeout { .. }
+            | LlmError::StreamInterrupted { .. }
+            | LlmError::MalformedStream { .. }
+            | LlmError::StreamError { .. }
+            | LlmError::EmptyResponse { .. } => ErrorKind::Transient,
+            LlmError::Auth { .. } => ErrorKind::Auth,
+            LlmError::QuotaExhausted { .. } => ErrorKind::QuotaExhausted,
+            LlmError::ContextOverflow { .. } => ErrorKind::ContextOverflow,
+            LlmError::RequestTooLarge { .. } => ErrorKind::RequestTooLarge,
+            LlmError::ImageFormat { .. } => ErrorKind::ImageFormat,
+            LlmError::StructureRejected { .. } => ErrorKind::StructureRejected,
+            LlmError::Http { status, .. } => {
+                if RETRYABLE_STATUSES.contains(status) {
+                    ErrorKind::Transient
+                } else {
+                    ErrorKind::BadRequest
+                }
+            }
+            LlmError::Cancelled => ErrorKind::Cancelled,
+            LlmError::InvalidRequest { .. } => ErrorKind::BadRequest,
+        }
+    }
+
+    pub fn is_retryable(&self) -> bool {
+        self.kind() == ErrorKind::Transient
+    }
+
+    /// The server's requested wait (`Retry-After` / `retry-after-ms`), when it gave one.
+    pub fn retry_after(&self) -> Option<Duration> {
+        match self {
+            LlmError::Http { retry_after, .. } => *retry_after,
+            LlmError::Connection { .. }
+            | LlmError::Timeout { .. }
+            | LlmError::Auth { .. }
+            | LlmError::QuotaExhausted { .. }
+            | LlmError::ContextOverflow { .. }
+            | LlmError::RequestTooLarge { .. }
+            | LlmError::ImageFormat { .. }
+            | LlmError::StructureRejected { .. }
+            | LlmError::StreamError { .. }
+            | LlmError::StreamInterrupted { .. }
+            | LlmError::MalformedStream { .. }
+            | LlmError::EmptyResponse { .. }
+            | LlmError::Cancelled
+            | LlmError::InvalidRequest { .. } => None,
+        }
+    }
+
+    pub fn status(&self) -> Option<u16> {
+        match self {
+            LlmError::Auth { status, .. }
+            | LlmError::QuotaExhausted { status, .. }
+            | LlmError::ContextOverflow { status, .. }
+            | LlmError::ImageFormat { status, .. }
+            | LlmError::StructureRejected { status, .. }
+            | LlmError::Http { status, .. } => Some(*status),
+            LlmError::RequestTooLarge { .. } => Some(413),
+            LlmError::Connection { .. }
+            | LlmError::Timeout { .. }
+            | LlmError::StreamError { .. }
+            | LlmError::StreamInterrupted { .. }
+            | LlmError::MalformedStream { .. }
+            | LlmError::EmptyResponse { .. }
+            | LlmError::Cancelled
+            | LlmError::InvalidRequest { .. } => None,
+        }
+    }
+
+    /// A short stable name for events (`turn.step.retrying.errorName`).
+    pub fn name(&self) -> &'static str {
+        match self {
+            LlmError::Connection { .. } => "connection_error",
+            LlmError::Timeout { .. } => "timeout",
+            LlmError::Auth { .. } => "auth_error",
+            LlmError::QuotaExhausted { .. } => "quota_exhausted",
+            LlmError::ContextOverflow { .. } => "context_overflow",
+            LlmError::RequestTooLarge { .. } => "request_too_large",
+            LlmError::ImageFormat { .. } => "image_format",
+            LlmError::StructureRejected { .. } => "structure_rejected",
+            LlmError::Http { .. } => "http_error",
+            LlmError::StreamError { .. } => "stream_error",
+            LlmError::StreamInterrupted { .. } => "stream_interrupted",
+            LlmError::MalformedStream { .. } => "malformed_stream",
+            LlmError::EmptyResponse { .. } => "empty_response",
+            LlmError::Cancelled => "cancelled",
+            LlmError::InvalidRequest { .. } => "invalid_request",
+        }
+    }
+}
+
+/// Context-window overflow phrasings of OpenAI, Kimi/Moonshot, Anthropic, Gemini and the
+/// common OpenAI-compatible servers (vLLM, llama.cpp, Ollama).
+const OVERFLOW_PATTERNS: &[&str] = &[
+    "context length",
+    "context_length_exceeded",
+    "maximum context",
+    "context window",
+    "too many tokens",
+    "prompt is too long",
+    "input is too long",
+    "exceeded model token limit",
+    "exceeds the maximum number of tokens",
+    "reduce the length",
+    "tokens exceed",
+    "exceed context limit",
+    "exceeds the context",
+    "context size",
+    "input too long",
+];
+
+const STRUCTURE_PATTERNS: &[&str] = &[
+    "tool_use",
+    "tool_result",
+    "tool_call_id",
+    "tool_calls",
+    "roles must alternate",
+    "first message must use the user role",
+    "text content blocks must be non-empty",
+    "must contain non-whitespace",
+    "must not be empty",
+    "function response parts",
+    "function call turn",
+];
+
+const IMAGE_PATTERNS: &[&str] = &[
+    "image format",
+    "invalid image",
+    "unsupported image",
+    "could not process image",
+    "image data",
+    "invalid base64",
+    "image_parse_error",
+    "media type",
+];
+
+const QUOTA_PATTERNS: &[&str] = &[
+    "insufficient_quota",
+    "exceeded_current_quota",
+    "exceeded your current quota",
+    "quota exhausted",
+    "quota_exhausted",
+    "insufficient balance",
+    "suspended due to insufficient",
+    "billing",
+];
+
+fn contains_any(haystack: &str, needles: &[&str]) -> bool {
+    needles.iter().any(|n| haystack.contains(n))
+}
+
+/// Everything a classifier needs to know about a failed HTTP response.
+pub(crate) struct HttpFailure<'a> {
+    pub provider: &'a str,
+    pub status: u16,
+    pub body: &'a str,
+    pub retry_after: Option<Duration>,
+    pub key_source: &'a KeySource,
+}
+
+/// Turns a non-2xx response into a classified error. The order matters: overflow is checked
+/// before structure and image errors because §b.8 excludes it from both.
+pub(crate) fn classify_http(failure: HttpFailure<'_>) -> LlmError {
+    let HttpFailure {
+        provider,
+        status,
+        body,
+        retry_after,
+        key_source,
+    } = failure;
+    let message = error_message(body);
+    let lower = format!("{message} {body}").to_lowercase();
+    let provider = provider.to_owned();
+    if status == 401 || status == 403 {
+        return LlmError::Auth {
+            provider,
+            status,
+            message,
+            key_source: key_source.clone(),
+        };
+    }
+    if (status == 429 || status == 402 || status == 403) && contains_any(&lower, QUOTA_PATTERNS) {
+        return LlmError::QuotaExhausted {
+            provider,
+            status,
+            message,
+        };
+    }
+    if matches!(status, 400 | 413 | 422) && contains_any(&lower, OVERFLOW_PATTERNS) {
+        return LlmError::ContextOverflow {
+            provider,
+            status,
+            message,
+        };
+    }
+    if status == 413 {
+        return LlmError::RequestTooLarge { provider, message };
+    }
+    if status == 400 && lower.contains("image") && contains_any(&lower, IMAGE_PATTERNS) {
+        return LlmError::ImageFormat {
+            provider,
+            status,
+            message,
+        };
+    }
+    if matches!(status, 400 | 422) && contains_any(&lower, STRUCTURE_PATTERNS) {
+        return LlmError::StructureRejected {
+            provider,
+            status,
+            message,
+        };
+    }
+    LlmError::Http {
+        provider,
+        status,
+        message,
+        retry_after,
+    }
+}
+
+/// Classifies an error event that arrived inside a 200 stream (no status available).
+pub(crate) fn classify_stream_error(provider: &str, code: &str, message: &str) -> LlmError {
+    let lower = format!("{code} {message}").to_lowercase();
+    let provider = provider.to_owned();
+    if contains_any(&lower, OVERFLOW_PATTERNS) {
+        return LlmError::ContextOverflow {
+            provider,
+            status: 400,
+            message: message.to_owned(),
+        };
+    }
+    if contains_any(&lower, QUOTA_PATTERNS) {
+        return LlmError::QuotaExhausted {
+            provider,
+            status: 429,
+            message: message.to_owned(),
+        };
+    }
+    LlmError::StreamError {
+        provider,
+        code: code.to_owned(),
+        message: message.to_owned(),
+    }
+}
+
+/// The human part of an error body: `error.message`, `message`, `error` as a string, or the
+/// body itself (trimmed) when it is not JSON.
+pub(crate) fn error_message(body: &str) -> String {
+    let parsed: Option<serde_json::Value> = serde_json::from_str(body).ok();
+    let from_json = parsed.as_ref().and_then(|v| {
+        let v = match v {
+            serde_json::Value::Array(items) => items.first()?,
+            other => other,
+        };
+        v.pointer("/error/message")
+            .or_else(|| v.get("message"))
+            .or_else(|| v.get("error").filter(|e| e.is_string()))
+            .or_else(|| v.get("detail"))
+            .and_then(serde_json::Value::as_str)
+            .map(str::to_owned)
+    });
+    match from_json {
+        Some(text) => text,
+        None => {
+            let trimmed = body.trim();
+            if trimmed.is_empty() {
+                "(empty body)".to_owned()
+            } else {
+                trimmed.chars().take(500).collect()
+            }
+        }
+    }
+}
+
+/// `retry-after-ms` (OpenAI) wins over `Retry-After` (seconds, fractions allowed). Zero or
+/// unparsable values mean "no hint" (§f.7: only a positive value counts).
+pub(crate) fn parse_retry_after(
+    retry_after_ms: Option<&str>,
+    retry_after: Option<&str>,
+) -> Option<Duration> {
+    if let Some(ms) = retry_after_ms.and_then(|v| v.trim().parse::<f64>().ok())
+        && ms > 0.0
+        && ms.is_finite()
+    {
+        return Some(Duration::from_secs_f64(ms / 1000.0));
+    }
+    let secs = retry_after.and_then(|v| v.trim().parse::<f64>().ok())?;
+    (secs > 0.0 && secs.is_finite() && secs < 86_400.0).then(|| Duration::from_secs_f64(secs))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn classify(status: u16, body: &str) -> LlmError {
+        classify_http(HttpFailure {
+            provider: "p",
+            status,
+            body,
+            retry_after: None,
+            key_source: &KeySource::Unknown,
+        })
+    }
+
+    #[test]
+    fn overflow_messages_of_each_provider_are_recognised() {
+        for (status, body) in [
+            (
+                400,
+                r#"{"error":{"message":"This model's maximum context length is 128000 tokens","code":"context_length_exceeded"}}"#,
+            ),
+            (
+                400,
+                r#"{"type":"error","error":{"type":"invalid_request_error","message":"prompt is too long: 210000 tokens > 200000 maximum"}}"#,
+            ),
+            (
+                400,
+                r#"{"error":{"code":400,"message":"The input token count (1200000) exceeds the maximum number of tokens allowed (1048576).","status":"INVALID_ARGUMENT"}}"#,
+            ),
+            (
+                400,
+                r#"{"error":{"message":"Invalid request: Your request exceeded model token limit: 262144","type":"invalid_request_error"}}"#,
+            ),
+        ] {
+            assert_eq!(
+                classify(status, body).kind(),
+                ErrorKind::ContextOverflow,
+                "{body}"
+            );
+        }
+    }
+
+    #[test]
+    fn statuses_and_patterns_classify() {
+        assert_eq!(classify(429, "slow down").kind(), ErrorKind::Transient);
+        assert_eq!(
+            classify(429, r#"{"error":{"type":"exceeded_current_quota_error","message":"Your account quota exhausted"}}"#).kind(),
+            ErrorKind::QuotaExhausted
+        );
+        assert_eq!(
+            classify(413, "request entity too large").kind(),
+            ErrorKind::RequestTooLarge
+        );
+        assert_eq!(
+            classify(400, r#"{"error":{"message":"messages.1: `tool_use` ids were found without `tool_result` blocks immediately after"}}"#).kind(),
+            ErrorKind::StructureRejected
+        );
+        assert_eq!(
+            classify(
+                400,
+                r#"{"error":{"message":"Invalid image format: image/bmp"}}"#
+            )
+            .kind(),
+            ErrorKind::ImageFormat
+        );
+        assert_eq!(classify(400, "nope").kind(), ErrorKind::BadRequest);
+        for s in [408, 409, 500, 502, 503, 504, 529] {
+            assert!(classify(s, "x").is_retryable(), "{s}");
+        }
+        assert!(!classify(404, "x").is_retryable());
+    }
+
+    #[test]
+    fn retry_after_parsing() {
+        assert_eq!(
+            parse_retry_after(None, Some("2")),
+            Some(Duration::from_secs(2))
+        );
+        assert_eq!(
+            parse_retry_after(Some("150"), Some("2")),
+            Some(Duration::from_millis(150))
+        );
+        assert_eq!(parse_retry_after(None, Some("0")), None);
+        assert_eq!(parse_retry_after(None, Some("soon")), None);
+    }
+}

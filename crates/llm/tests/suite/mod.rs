@@ -1,0 +1,7 @@
+//! Test modules: per-wire-format streaming behaviour, request bodies, retries and errors.
+
+mod common;
+mod requests;
+mod retry_errors;
+mod robustness;
+mod streaming;

@@ -1,0 +1,159 @@
+//! Round-trip tests for journal records: typed records keep their wire shape, unknown ones are
+//! kept verbatim, bad input is an error and never a panic.
+
+use super::*;
+use pretty_assertions::assert_eq;
+use serde_json::json;
+
+fn round_trip(value: Value) {
+    let record = Record::from_value(value.clone()).unwrap();
+    let back = record.to_value();
+    assert_eq!(back, value);
+    // `time` is always written last.
+    if let Some(Value::Object(map)) = Some(back)
+        && map.contains_key("time")
+    {
+        assert_eq!(map.keys().next_back().map(String::as_str), Some("time"));
+    }
+}
+
+#[test]
+fn typed_records_round_trip() {
+    for value in [
+        json!({"type": "metadata", "protocol_version": "1.5", "created_at": 1}),
+        json!({"type": "context.append_message", "agentId": "main", "message": {"role": "user", "content": [{"type": "text", "text": "hi ✓"}], "toolCalls": [], "origin": {"kind": "user"}}, "time": 5}),
+        json!({"type": "context.append_loop_event", "agentId": "main", "event": {"type": "step.begin", "uuid": "s1", "turnId": "0", "step": 1}, "time": 6}),
+        json!({"type": "context.apply_compaction", "agentId": "main", "summary": "short", "compactedCount": 4, "tokensBefore": 100, "tokensAfter": 10, "wireLines": [2, 9], "time": 7}),
+        json!({"type": "context.apply_compaction", "contextSummary": "ctx", "compactedCount": 4, "summary": "s", "time": 7}),
+        json!({"type": "context.clear", "agentId": "main", "time": 8}),
+        json!({"type": "context.undo", "agentId": "main", "count": 1, "time": 9}),
+        json!({"type": "context.undone", "agentId": "main", "turns": 1, "fromTurnId": 3, "time": 9}),
+        json!({"type": "agent.switched", "agentId": "main", "branch": "b1", "reason": "undo", "base": {"branch": "main", "line": 4}, "turns": 1, "legacyUndoLine": 7, "time": 9}),
+        json!({"type": "turn.prompt", "agentId": "main", "input": [{"type": "text", "text": "go"}], "origin": {"kind": "user"}, "promptId": "p1", "turnId": 2, "time": 10}),
+        json!({"type": "turn.steer", "agentId": "main", "input": [], "origin": {"kind": "user", "inTurn": true}, "promptIds": ["p2"], "time": 11}),
+        json!({"type": "turn.cancel", "agentId": "main", "turnId": 1, "target": "queued", "time": 12}),
+        json!({"type": "turn.ended", "agentId": "main", "turnId": 1, "reason": "failed", "error": {"code": "x"}, "durationMs": 3, "time": 13}),
+        json!({"type": "full_compaction.begin", "agentId": "main", "source": "auto", "time": 14}),
+        json!({"type": "full_compaction.complete", "agentId": "main", "time": 15}),
+        json!({"type": "prompt.completed", "agentId": "main", "promptId": "p1", "reason": "completed", "time": 16}),
+        json!({"type": "prompt.steered", "agentId": "main", "promptId": "p1", "intoTurnId": 4, "time": 16}),
+        json!({"type": "token_counting.rebased", "agentId": "main", "length": 3, "tokens": 40, "measured": true, "time": 17}),
+        json!({"type": "usage.record", "agentId": "main", "model": "k2", "usage": {"inputOther": 1, "output": 2, "inputCacheRead": 3, "inputCacheCreation": 4}, "usageScope": "turn", "time": 18}),
+        json!({"type": "permission.set_mode", "agentId": "main", "mode": "yolo", "time": 19}),
+        json!({"type": "permission.record_approval_result", "agentId": "main", "turnId": 0, "toolCallId": "c", "toolName": "Bash", "action": "run command", "sessionApprovalRule": "Bash", "result": {"decision": "approved"}, "time": 20}),
+        json!({"type": "interaction.request", "agentId": "main", "id": "i1", "kind": "question", "request": {"q": 1}, "time": 21}),
+        json!({"type": "interaction.resolved", "agentId": "main", "id": "i1", "response": "yes", "time": 22}),
+        json!({"type": "task.terminated", "agentId": "main", "info": {"id": "t"}, "outputTail": "done", "time": 23}),
+        json!({"type": "forked", "agentId": "main", "time": 24}),
+    ] {
+        round_trip(value);
+    }
+}
+
+#[test]
+fn legacy_compaction_shape_reads_message_summary() {
+    let value = json!({"type": "context.apply_compaction", "summary": {"role": "user", "content": [{"type": "text", "text": "old summary"}], "toolCalls": []}, "count": 6, "time": 1});
+    let record = Record::from_value(value.clone()).unwrap();
+    let RecordPayload::ApplyCompaction(compaction) = &record.payload else {
+        panic!("not a compaction: {record:?}");
+    };
+    assert_eq!(compaction.summary_text().as_deref(), Some("old summary"));
+    assert_eq!(compaction.replaced_count(), Some(6));
+    assert_eq!(record.to_value(), value);
+}
+
+#[test]
+fn unknown_records_are_kept_verbatim() {
+    let value = json!({"type": "llm.request", "time": 3, "agentId": "main", "kind": "loop", "nested": {"a": [1, 2.5, null]}});
+    let record = Record::from_value(value.clone()).unwrap();
+    assert!(matches!(record.payload, RecordPayload::Other(_)));
+    assert_eq!(record.time, Some(3));
+    assert_eq!(record.type_name(), "llm.request");
+    assert_eq!(record.payload.agent_id(), Some("main"));
+    // Byte-equivalent: field order (time in the middle) is kept.
+    assert_eq!(
+        serde_json::to_string(&record).unwrap(),
+        serde_json::to_string(&value).unwrap()
+    );
+}
+
+#[test]
+fn turn_ended_drops_bus_only_fields_and_absent_optionals() {
+    let record = Record::from_value(json!({"type": "turn.ended", "agentId": "main", "turnId": 3, "reason": "cancelled", "durationMs": 12, "interruptReason": "user_cancelled", "time": 42})).unwrap();
+    assert_eq!(
+        record.to_value(),
+        json!({"type": "turn.ended", "agentId": "main", "turnId": 3, "reason": "cancelled", "durationMs": 12, "time": 42})
+    );
+}
+
+#[test]
+fn bad_input_is_an_error_not_a_panic() {
+    for value in [
+        json!(42),
+        json!("x"),
+        json!([1]),
+        json!({"no": "type"}),
+        json!({"type": 5}),
+    ] {
+        assert_eq!(Record::from_value(value), Err(RecordError::NotARecord));
+    }
+    for value in [
+        json!({"type": "context.append_message"}),
+        json!({"type": "turn.ended", "turnId": "x", "reason": "completed"}),
+        json!({"type": "agent.switched", "branch": "b1"}),
+        json!({"type": "metadata", "protocol_version": 1.5, "created_at": 1}),
+    ] {
+        let err = Record::from_value(value).unwrap_err();
+        assert!(matches!(err, RecordError::Invalid { .. }), "{err}");
+    }
+}
+
+#[test]
+fn missing_agent_id_is_filled_and_existing_one_kept() {
+    let mut record = Record::from_value(json!({"type": "context.clear", "time": 1})).unwrap();
+    assert_eq!(record.payload.agent_id(), None);
+    record.payload.fill_agent_id("main");
+    assert_eq!(record.payload.agent_id(), Some("main"));
+    record.payload.fill_agent_id("other");
+    assert_eq!(record.payload.agent_id(), Some("main"));
+}
+
+#[test]
+fn undo_count_validity() {
+    for (count, valid) in [
+        (json!(2), Some(2)),
+        (json!(0), None),
+        (json!(1.5), None),
+        (json!(9_007_199_254_740_992_u64), None),
+        (json!("1"), None),
+    ] {
+        let undo = ContextUndo {
+            agent_id: None,
+            count,
+        };
+        assert_eq!(undo.valid_count(), valid);
+    }
+}
+
+#[test]
+fn numeric_turn_ids_accept_strings_and_floats() {
+    let record =
+        Record::from_value(json!({"type": "turn.cancel", "turnId": "4", "time": 1.0})).unwrap();
+    let RecordPayload::TurnCancel(cancel) = record.payload else {
+        panic!("not a cancel");
+    };
+    assert_eq!(cancel.turn_id, Some(4));
+    assert_eq!(record.time, Some(1));
+}
+
+#[test]
+fn other_record_built_in_code_gets_its_time_last() {
+    let mut map = Map::new();
+    map.insert("type".to_owned(), json!("llm.request"));
+    map.insert("model".to_owned(), json!("k2"));
+    let record = Record::new(RecordPayload::Other(map), 9);
+    assert_eq!(
+        serde_json::to_string(&record).unwrap(),
+        r#"{"type":"llm.request","model":"k2","time":9}"#
+    );
+}

@@ -1,0 +1,119 @@
+//! Turning journal entries into typed records for restore (core.md §g.6 step 1, core-2.1 §4.2):
+//! metadata skipped, missing `agentId` filled, records of other agents and records that do not fit
+//! their schema reported and skipped. Two record lists come out: the restorable chain of the active
+//! branch (for undoable state such as history) and the whole journal (for everything else, e.g.
+//! the turn clock). Pure: no I/O, no side effects.
+
+use kimi_protocol::{Record, RecordPayload};
+
+use crate::envelope::Entry;
+use crate::tree::{TreeError, parse_tree, restorable_chain};
+
+/// A typed record with the journal line it came from.
+#[derive(Debug, Clone, PartialEq)]
+pub struct LineRecord {
+    pub line: u64,
+    pub record: Record,
+}
+
+/// Why a journal line was left out of replay.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Skipped {
+    pub line: u64,
+    pub reason: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct ReplayInput {
+    /// The active branch's restorable chain: what history and other undoable states fold.
+    pub undoable: Vec<LineRecord>,
+    /// Every record of the journal, abandoned branches included.
+    pub all: Vec<LineRecord>,
+    pub skipped: Vec<Skipped>,
+}
+
+fn typed(entry: &Entry, agent_id: &str, skipped: &mut Vec<Skipped>) -> Option<LineRecord> {
+    let mut record = match Record::from_value(entry.value.clone()) {
+        Ok(record) => record,
+        Err(err) => {
+            skipped.push(Skipped {
+                line: entry.line,
+                reason: err.to_string(),
+            });
+            return None;
+        }
+    };
+    if matches!(record.payload, RecordPayload::Metadata(_)) {
+        return None;
+    }
+    match record.payload.agent_id() {
+        Some(other) if other != agent_id => {
+            skipped.push(Skipped {
+                line: entry.line,
+                reason: format!("record of agent {other} in the journal of agent {agent_id}"),
+            });
+            None
+        }
+        _ => {
+            record.payload.fill_agent_id(agent_id);
+            Some(LineRecord {
+                line: entry.line,
+                record,
+            })
+        }
+    }
+}
+
+/// Prepare the entries read from `agent_id`'s journal for replay.
+pub fn replay_input(entries: &[Entry], agent_id: &str) -> Result<ReplayInput, TreeError> {
+    let tree = parse_tree(entries);
+    let chain = restorable_chain(&tree, entries)?;
+    let mut input = ReplayInput::default();
+    // Skips are reported once, from the whole-journal pass.
+    let mut ignored = Vec::new();
+    input.undoable = chain
+        .into_iter()
+        .filter_map(|e| typed(e, agent_id, &mut ignored))
+        .collect();
+    input.all = entries
+        .iter()
+        .filter_map(|e| typed(e, agent_id, &mut input.skipped))
+        .collect();
+    Ok(input)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use pretty_assertions::assert_eq;
+    use serde_json::json;
+
+    #[test]
+    fn fills_agent_ids_and_skips_foreign_or_invalid_records() {
+        let entries: Vec<Entry> = [
+            json!({"type": "metadata", "protocol_version": "1.5", "created_at": 1}),
+            json!({"type": "context.clear", "time": 2}),
+            json!({"type": "context.clear", "agentId": "agent-1", "time": 3}),
+            json!({"type": "turn.ended", "turnId": "x", "reason": "completed", "time": 4}),
+            json!({"type": "llm.request", "time": 5}),
+        ]
+        .into_iter()
+        .enumerate()
+        .map(|(i, value)| Entry {
+            line: i as u64 + 1,
+            value,
+        })
+        .collect();
+        let input = replay_input(&entries, "main").unwrap();
+        assert_eq!(
+            input.all.iter().map(|r| r.line).collect::<Vec<_>>(),
+            vec![2, 5]
+        );
+        assert_eq!(input.all[0].record.payload.agent_id(), Some("main"));
+        assert_eq!(input.undoable, input.all);
+        assert_eq!(
+            input.skipped.iter().map(|s| s.line).collect::<Vec<_>>(),
+            vec![3, 4]
+        );
+    }
+}

@@ -1,0 +1,224 @@
+//! The loopback HTTP server: one scripted turn per request, in the wire format the request's
+//! path asks for, with every request recorded.
+
+use std::collections::VecDeque;
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex};
+
+use axum::Router;
+use axum::body::{Body, Bytes};
+use axum::extract::State;
+use axum::http::{HeaderMap, Method, StatusCode, Uri};
+use axum::response::Response;
+use kimi_llm::scripted::ScriptTurn;
+use kimi_llm::{ProviderType, ResolvedModel};
+use serde_json::Value;
+
+use crate::pairing::check_tool_pairing;
+use crate::render::{Frame, WireFormat, render};
+
+/// One request as the server saw it.
+#[derive(Debug, Clone)]
+pub struct RecordedRequest {
+    pub method: String,
+    /// Path and query.
+    pub path: String,
+    pub headers: Vec<(String, String)>,
+    /// The body as JSON (`Value::Null` when it was not JSON; see `raw_body`).
+    pub body: Value,
+    pub raw_body: String,
+}
+
+impl RecordedRequest {
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers
+            .iter()
+            .find(|(n, _)| n.eq_ignore_ascii_case(name))
+            .map(|(_, v)| v.as_str())
+    }
+}
+
+#[derive(Default)]
+struct Shared {
+    turns: Mutex<VecDeque<ScriptTurn>>,
+    requests: Mutex<Vec<RecordedRequest>>,
+}
+
+/// A scripted provider endpoint on `127.0.0.1:<random port>`. Dropping it stops the server.
+pub struct ScriptServer {
+    addr: SocketAddr,
+    shared: Arc<Shared>,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl ScriptServer {
+    pub async fn start(turns: Vec<ScriptTurn>) -> std::io::Result<Self> {
+        let shared = Arc::new(Shared {
+            turns: Mutex::new(turns.into()),
+            requests: Mutex::new(Vec::new()),
+        });
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+        let addr = listener.local_addr()?;
+        let app = Router::new()
+            .fallback(handle)
+            .with_state(Arc::clone(&shared));
+        let task = tokio::spawn(async move {
+            // A serve error ends the task; the test then sees connection errors, which is
+            // the honest signal.
+            let _ = axum::serve(listener, app).await;
+        });
+        Ok(ScriptServer { addr, shared, task })
+    }
+
+    pub fn base_url(&self) -> String {
+        format!("http://{}", self.addr)
+    }
+
+    /// A model pointed at this server, with the base-URL convention of each provider type
+    /// (`…/v1` for OpenAI-style APIs, the host root for Anthropic and Google).
+    pub fn model(&self, provider_type: ProviderType, model: &str) -> ResolvedModel {
+        let base = match provider_type {
+            ProviderType::Kimi | ProviderType::OpenAi | ProviderType::OpenAiResponses => {
+                format!("{}/v1", self.base_url())
+            }
+            ProviderType::Anthropic | ProviderType::GoogleGenAi | ProviderType::VertexAi => {
+                self.base_url()
+            }
+        };
+        ResolvedModel::for_test(provider_type, &base, model)
+    }
+
+    pub fn push(&self, turn: ScriptTurn) {
+        if let Ok(mut turns) = self.shared.turns.lock() {
+            turns.push_back(turn);
+        }
+    }
+
+    pub fn requests(&self) -> Vec<RecordedRequest> {
+        self.shared
+            .requests
+            .lock()
+            .map(|r| r.clone())
+            .unwrap_or_default()
+    }
+
+    pub fn remaining_turns(&self) -> usize {
+        self.shared.turns.lock().map(|t| t.len()).unwrap_or(0)
+    }
+
+    /// Tool call/result pairing problems over every recorded request (empty = all paired).
+    pub fn pairing_violations(&self) -> Vec<String> {
+        self.requests()
+            .iter()
+            .enumerate()
+            .filter_map(|(i, r)| {
+                check_tool_pairing(&r.body)
+                    .err()
+                    .map(|e| format!("request {}: {e}", i + 1))
+            })
+            .collect()
+    }
+}
+
+impl Drop for ScriptServer {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+fn plain(status: StatusCode, text: String) -> Response {
+    let mut response = Response::new(Body::from(text));
+    *response.status_mut() = status;
+    response
+}
+
+async fn handle(
+    State(shared): State<Arc<Shared>>,
+    method: Method,
+    uri: Uri,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
+    let raw_body = String::from_utf8_lossy(&body).into_owned();
+    let path = uri
+        .path_and_query()
+        .map_or_else(|| uri.path().to_owned(), |pq| pq.as_str().to_owned());
+    let recorded = RecordedRequest {
+        method: method.to_string(),
+        path: path.clone(),
+        headers: headers
+            .iter()
+            .map(|(n, v)| {
+                (
+                    n.as_str().to_owned(),
+                    String::from_utf8_lossy(v.as_bytes()).into_owned(),
+                )
+            })
+            .collect(),
+        body: serde_json::from_str(&raw_body).unwrap_or(Value::Null),
+        raw_body,
+    };
+    if let Ok(mut requests) = shared.requests.lock() {
+        requests.push(recorded);
+    }
+    let Some(format) = WireFormat::from_path(&path) else {
+        return plain(
+            StatusCode::NOT_FOUND,
+            format!("scripted server: no wire format serves {path}"),
+        );
+    };
+    let turn = shared.turns.lock().ok().and_then(|mut t| t.pop_front());
+    match turn {
+        None => plain(
+            StatusCode::NOT_FOUND,
+            "scripted server: the script has no turn left for this request".to_owned(),
+        ),
+        Some(ScriptTurn::Error {
+            status,
+            body,
+            headers,
+        }) => {
+            let mut response = plain(
+                StatusCode::from_u16(status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR),
+                body,
+            );
+            for (name, value) in headers {
+                if let (Ok(name), Ok(value)) = (
+                    axum::http::HeaderName::from_bytes(name.as_bytes()),
+                    axum::http::HeaderValue::from_str(&value),
+                ) {
+                    response.headers_mut().insert(name, value);
+                }
+            }
+            response
+        }
+        Some(ScriptTurn::Reply { events, chunk_size }) => {
+            let frames: VecDeque<Frame> = render(format, &events, chunk_size).into();
+            let stream = futures::stream::unfold(frames, |mut frames| async move {
+                loop {
+                    match frames.pop_front()? {
+                        Frame::Bytes(bytes) => return Some((Ok(Bytes::from(bytes)), frames)),
+                        Frame::Delay(delay) => tokio::time::sleep(delay).await,
+                        Frame::Disconnect => {
+                            // Returning Pending once makes hyper flush the headers and the
+                            // bytes so far, so the client sees a stream that breaks mid-way
+                            // rather than a request that never got an answer.
+                            tokio::task::yield_now().await;
+                            let err = std::io::Error::new(
+                                std::io::ErrorKind::ConnectionReset,
+                                "scripted disconnect",
+                            );
+                            return Some((Err(err), VecDeque::new()));
+                        }
+                    }
+                }
+            });
+            let mut response = Response::new(Body::from_stream(stream));
+            response.headers_mut().insert(
+                axum::http::header::CONTENT_TYPE,
+                axum::http::HeaderValue::from_static("text/event-stream"),
+            );
+            response
+        }
+    }
+}

@@ -1,0 +1,225 @@
+//! Edit: exact string replacement in a file, matched against the Read view (LF for pure-CRLF
+//! files, whose CRLF endings are restored on write).
+
+use std::path::PathBuf;
+
+use async_trait::async_trait;
+use serde::Deserialize;
+use serde_json::{Value, json};
+use tokio_util::sync::CancellationToken;
+
+use super::unified_diff;
+use crate::access::{Access, FileOperation};
+use crate::context::{ProgressSink, ToolContext};
+use crate::error::ToolError;
+use crate::path::{PathUse, resolve_path};
+use crate::result::ToolResult;
+use crate::tool::{Execution, Resolution, RuleSubject, Tool, ToolDisplay, ToolPlan, parse_args};
+
+#[derive(Debug, Deserialize)]
+struct Params {
+    path: String,
+    old_string: String,
+    new_string: String,
+    #[serde(default)]
+    replace_all: bool,
+}
+
+#[derive(Debug, Default)]
+pub struct EditTool;
+
+/// A file as Edit sees it.
+struct EditView {
+    bom: bool,
+    crlf: bool,
+    text: String,
+}
+
+fn load(path: &std::path::Path) -> Result<EditView, String> {
+    let shown = path.display();
+    let bytes = match std::fs::read(path) {
+        Ok(b) => b,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            return Err(format!(
+                "`{shown}` does not exist. Use Write to create a new file."
+            ));
+        }
+        Err(e) => return Err(format!("Cannot read `{shown}`: {e}")),
+    };
+    let (bom, body) = match bytes.strip_prefix(&[0xEF, 0xBB, 0xBF]) {
+        Some(rest) => (true, rest.to_vec()),
+        None => (false, bytes),
+    };
+    let text = String::from_utf8(body)
+        .map_err(|_| format!("`{shown}` is not UTF-8 text; Edit only changes UTF-8 files."))?;
+    if text.contains('\0') {
+        return Err(format!(
+            "`{shown}` appears to be a binary file; Edit only changes text files."
+        ));
+    }
+    let crlf_count = text.matches("\r\n").count();
+    let lf_count = text.matches('\n').count();
+    let crlf = crlf_count > 0 && crlf_count == lf_count;
+    let text = if crlf {
+        text.replace("\r\n", "\n")
+    } else {
+        text
+    };
+    Ok(EditView { bom, crlf, text })
+}
+
+/// The edited text, or the message telling the model what to do instead.
+fn apply(
+    view: &EditView,
+    path: &str,
+    old: &str,
+    new: &str,
+    replace_all: bool,
+) -> Result<(String, usize), String> {
+    let (old, new) = if view.crlf {
+        (old.replace("\r\n", "\n"), new.replace("\r\n", "\n"))
+    } else {
+        (old.to_owned(), new.to_owned())
+    };
+    let count = view.text.matches(old.as_str()).count();
+    match count {
+        0 => Err(format!(
+            "old_string was not found in `{path}`. Read the file again and copy the exact text to replace, \
+             including whitespace and indentation."
+        )),
+        1 => Ok((view.text.replacen(old.as_str(), &new, 1), 1)),
+        n if replace_all => Ok((view.text.replace(old.as_str(), &new), n)),
+        n => Err(format!(
+            "old_string matches {n} places in `{path}`. Include more surrounding lines in old_string to make it unique, \
+             or set replace_all to true to replace every occurrence."
+        )),
+    }
+}
+
+fn encode(view: &EditView, text: &str) -> Vec<u8> {
+    let text = if view.crlf {
+        text.replace('\n', "\r\n")
+    } else {
+        text.to_owned()
+    };
+    let mut out = Vec::with_capacity(text.len() + 3);
+    if view.bom {
+        out.extend_from_slice(&[0xEF, 0xBB, 0xBF]);
+    }
+    out.extend_from_slice(text.as_bytes());
+    out
+}
+
+#[async_trait]
+impl Tool for EditTool {
+    fn name(&self) -> &str {
+        "Edit"
+    }
+
+    fn description(&self) -> String {
+        "Replace exact text in a file. old_string must match the file as Read shows it and must be unique unless \
+         replace_all is true. The file must have been read first."
+            .to_owned()
+    }
+
+    fn parameters(&self) -> Value {
+        json!({
+            "type": "object",
+            "properties": {
+                "path": {"type": "string", "description": "Path of the file to edit."},
+                "old_string": {"type": "string", "minLength": 1, "description": "The exact text to replace."},
+                "new_string": {"type": "string", "description": "The replacement text."},
+                "replace_all": {"type": "boolean", "description": "Replace every occurrence (default false)."}
+            },
+            "required": ["path", "old_string", "new_string"],
+            "additionalProperties": false
+        })
+    }
+
+    fn resolve(&self, args: Value, ctx: &ToolContext) -> Result<Resolution, ToolError> {
+        let params: Params = parse_args(args)?;
+        if params.old_string.is_empty() {
+            return Err(ToolError::InvalidArgs(
+                "old_string must not be empty".to_owned(),
+            ));
+        }
+        if params.old_string == params.new_string {
+            return Ok(Resolution::Result(ToolResult::error(
+                "old_string and new_string are identical, so there is nothing to change. Provide different text in new_string.",
+            )));
+        }
+        let path = resolve_path(ctx, &params.path, PathUse::Write)?;
+        let shown = path.display().to_string();
+        // The diff is only for the approval display; the edit itself re-reads the file.
+        let small = std::fs::metadata(&path).is_ok_and(|m| m.len() <= super::MAX_DIFF_BYTES);
+        let diff = small.then(|| load(&path).ok()).flatten().and_then(|view| {
+            apply(
+                &view,
+                &shown,
+                &params.old_string,
+                &params.new_string,
+                params.replace_all,
+            )
+            .ok()
+            .map(|(new, _)| unified_diff(&shown, &view.text, &new))
+        });
+        let plan = ToolPlan {
+            accesses: Some(vec![Access::file(FileOperation::Readwrite, shown.clone())]),
+            approval_rule: format!("Edit({shown})"),
+            subject: RuleSubject::Path(shown.clone()),
+            display: ToolDisplay {
+                kind: "edit".to_owned(),
+                summary: shown.clone(),
+                detail: None,
+                diff,
+            },
+            description: format!("Edit {shown}"),
+            stop_batch_after_this: false,
+        };
+        Ok(Resolution::Run(Box::new(EditExecution {
+            plan,
+            path,
+            params,
+        })))
+    }
+}
+
+struct EditExecution {
+    plan: ToolPlan,
+    path: PathBuf,
+    params: Params,
+}
+
+#[async_trait]
+impl Execution for EditExecution {
+    fn plan(&self) -> &ToolPlan {
+        &self.plan
+    }
+
+    async fn execute(
+        self: Box<Self>,
+        ctx: &ToolContext,
+        _cancel: CancellationToken,
+        _progress: ProgressSink,
+    ) -> ToolResult {
+        let shown = self.path.display().to_string();
+        let view = match load(&self.path) {
+            Ok(v) => v,
+            Err(msg) => return ToolResult::error(msg),
+        };
+        if let Err(err) = ctx.stale.check(&self.path) {
+            return ToolResult::error(err.to_string());
+        }
+        let p = &self.params;
+        let (new_text, count) =
+            match apply(&view, &shown, &p.old_string, &p.new_string, p.replace_all) {
+                Ok(done) => done,
+                Err(msg) => return ToolResult::error(msg),
+            };
+        if let Err(e) = std::fs::write(&self.path, encode(&view, &new_text)) {
+            return ToolResult::error(format!("Cannot write `{shown}`: {e}"));
+        }
+        ctx.stale.record(&self.path);
+        ToolResult::ok(format!("Replaced {count} occurrence(s) in {shown}"))
+    }
+}
