@@ -91,6 +91,12 @@ pub enum Command {
         #[arg(trailing_var_arg = true, allow_hyphen_values = true, required = true)]
         command: Vec<std::ffi::OsString>,
     },
+    /// Internal: the sandbox helper Bash commands run through (`--policy JSON -- CMD…`).
+    #[command(name = "__sandbox-exec", hide = true)]
+    SandboxExec {
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
+        args: Vec<std::ffi::OsString>,
+    },
     /// Developer tools.
     Debug {
         #[command(subcommand)]
@@ -164,6 +170,9 @@ impl RunArgs {
 
 pub fn main() -> ExitCode {
     let cli = Cli::parse();
+    if let Ok(exe) = std::env::current_exe() {
+        kimi_core::session::register_sandbox_helper(exe);
+    }
     if cli.command.is_none()
         && let Err(message) = cli.run.validate()
     {
@@ -179,6 +188,15 @@ pub fn main() -> ExitCode {
             }
         },
         Some(Command::Sandbox { command }) => run_sandboxed(&command),
+        Some(Command::SandboxExec { args }) => {
+            use kimi_core::permission::sandbox::{exec_sandboxed, parse_helper_args};
+            let err = match parse_helper_args(&args) {
+                Ok((policy, argv)) => exec_sandboxed(&policy, &argv),
+                Err(err) => err,
+            };
+            eprintln!("kimi-rs: {err}");
+            ExitCode::from(126)
+        }
         Some(Command::Debug {
             command: DebugCommand::Conformance { dir, area },
         }) => run_conformance(&dir, area.as_deref()),

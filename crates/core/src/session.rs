@@ -72,6 +72,46 @@ pub struct OpenedSession {
     pub warnings: Vec<String>,
 }
 
+/// The executable that can act as the sandbox helper (`kimi-rs __sandbox-exec`). The binary
+/// registers itself at start-up; library users that never do simply cannot sandbox Bash.
+static SANDBOX_HELPER: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+
+pub fn register_sandbox_helper(exe: PathBuf) {
+    let _ = SANDBOX_HELPER.set(exe);
+}
+
+/// `[sandbox] mode = "workspace-write"`: the launcher prefix for Bash, or why it is off.
+fn sandbox_launcher(home: &Path, cwd: &Path, additional: &[PathBuf]) -> Result<Vec<String>, String> {
+    use crate::permission::sandbox::{
+        SandboxMode, SandboxPolicy, SandboxSupport, helper_command, probe, sandbox_mode_from_config,
+    };
+    let path = home.join("config.toml");
+    let Ok(text) = std::fs::read_to_string(&path) else {
+        return Ok(Vec::new());
+    };
+    let Ok(config) = toml::from_str::<toml::Value>(&text) else {
+        return Ok(Vec::new());
+    };
+    match sandbox_mode_from_config(&config).map_err(|e| format!("{}: {e}", path.display()))? {
+        SandboxMode::Off => return Ok(Vec::new()),
+        SandboxMode::WorkspaceWrite => {}
+    }
+    if let SandboxSupport::Unavailable { reason } = probe() {
+        return Err(format!(
+            "the OS sandbox is not available here ({reason}); Bash runs with the permission chain only"
+        ));
+    }
+    let Some(helper) = SANDBOX_HELPER.get() else {
+        return Err("no sandbox helper is registered in this process; Bash runs unsandboxed".to_owned());
+    };
+    let workspace = Workspace::new(cwd, additional, std::env::home_dir().as_deref());
+    let policy = SandboxPolicy::workspace_write(&workspace, &[std::env::temp_dir()], home);
+    let cmd = helper_command(helper, &["__sandbox-exec"], &policy, &[]).map_err(|e| e.to_string())?;
+    let mut argv = vec![cmd.get_program().to_string_lossy().into_owned()];
+    argv.extend(cmd.get_args().map(|a| a.to_string_lossy().into_owned()));
+    Ok(argv)
+}
+
 /// `[[hooks]]` from the home's config.toml; invalid entries are reported and left out.
 fn load_hooks(home: &Path, cwd: &Path, session_id: &str) -> (Option<Arc<EngineHooks>>, Vec<String>) {
     let path = home.join("config.toml");
@@ -194,7 +234,11 @@ pub fn open_session(setup: SessionSetup) -> Result<OpenedSession, SessionError> 
         }
         None => setup.permissions,
     };
-    let (hooks, hook_warnings) = load_hooks(&setup.home, &setup.cwd, &session.state.id);
+    let (hooks, mut hook_warnings) = load_hooks(&setup.home, &setup.cwd, &session.state.id);
+    match sandbox_launcher(&setup.home, &setup.cwd, &setup.additional_dirs) {
+        Ok(launcher) => ctx.settings.launcher = launcher,
+        Err(warning) => hook_warnings.push(warning),
+    }
     let config = AgentConfig {
         session_id: session.state.id.clone(),
         system_prompt: system_prompt.clone(),

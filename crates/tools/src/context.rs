@@ -109,6 +109,9 @@ pub struct ToolSettings {
     pub background_enabled: bool,
     /// FetchURL may reach private, loopback and link-local addresses (off by default: SSRF guard).
     pub fetch_allow_private: bool,
+    /// Prefix for every shell command (`[sandbox] mode = "workspace-write"` puts the sandbox
+    /// helper here); empty = run the shell directly.
+    pub launcher: Vec<String>,
 }
 
 impl Default for ToolSettings {
@@ -119,6 +122,7 @@ impl Default for ToolSettings {
             kill_grace: std::time::Duration::from_secs(5),
             background_enabled: true,
             fetch_allow_private: false,
+            launcher: Vec::new(),
         }
     }
 }

@@ -192,6 +192,7 @@ impl Execution for BashExecution {
             env: child_env(ctx),
             foreground: !self.params.run_in_background,
             timeout: self.timeout,
+            launcher: ctx.settings.launcher.clone(),
         };
         let tasks = &ctx.tasks;
         let (info, mut output) = match tasks.spawn(spec) {

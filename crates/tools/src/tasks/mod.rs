@@ -99,6 +99,8 @@ pub struct TaskSpec {
     /// Attached to a foreground call: no deadline of its own until moved to the background.
     pub foreground: bool,
     pub timeout: Option<Duration>,
+    /// A command prefix the shell runs under (the OS sandbox helper), empty for none.
+    pub launcher: Vec<String>,
 }
 
 pub(crate) struct TaskEntry {

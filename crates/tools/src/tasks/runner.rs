@@ -44,7 +44,14 @@ pub(super) fn spawn(
     let log = std::fs::File::create(&log_path)
         .map_err(|e| TaskError::Spawn(format!("cannot create {}: {e}", log_path.display())))?;
 
-    let mut cmd = Command::new(shell());
+    let mut cmd = match spec.launcher.split_first() {
+        Some((program, args)) => {
+            let mut cmd = Command::new(program);
+            cmd.args(args).arg(shell());
+            cmd
+        }
+        None => Command::new(shell()),
+    };
     cmd.arg("-c")
         .arg(&spec.command)
         .current_dir(&spec.cwd)
