@@ -181,11 +181,10 @@ fn writes_inside_succeed_and_outside_fail() {
         String::from_utf8_lossy(&out.stdout).ends_with("visible\n"),
         "{out:?}"
     );
-    // Known limit of Landlock (grants only add up): because `ws` holds the read-only `.git`,
-    // `ws` itself is not granted, so new entries directly in the workspace root are refused
-    // while everything under its existing subdirectories is writable.
-    let top = path(&f, "ws/new-top-level.txt");
-    assert!(!shell(&f, &format!("echo x > '{top}'")).status.success());
+    // Whether new entries directly in `ws` (which holds the read-only `.git`) are writable
+    // depends on the path taken: with a private mount namespace yes, with the Landlock-only
+    // fallback (this multi-threaded test binary) no. The binary-level test in kimi-cli covers
+    // the namespace path; here `.git` staying read-only is what matters, asserted above.
 }
 
 #[test]

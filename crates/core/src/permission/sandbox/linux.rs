@@ -52,12 +52,57 @@ fn target_arch() -> Result<TargetArch, String> {
 pub(super) fn restrict(policy: &SandboxPolicy) -> Result<(), SandboxError> {
     // The seccomp filter is compiled first so nothing is restricted if it cannot be built.
     let filter = socket_filter()?;
-    landlock_restrict(policy)?;
+    // Best: protected paths become read-only mounts in a private mount namespace, so Landlock
+    // can grant the whole workspace (new files at the repository root included). Where user
+    // namespaces are not allowed, the grants avoid the protected paths instead.
+    let grants = match protect_with_mounts(&policy.read_only) {
+        Ok(()) => policy
+            .writable_roots
+            .iter()
+            .map(|root| super::WriteGrant {
+                path: root.clone(),
+                is_dir: true,
+            })
+            .collect(),
+        Err(_) => policy.write_grants(),
+    };
+    landlock_restrict(grants)?;
     // Landlock's restrict_self has set no_new_privs, which seccomp requires.
     seccompiler::apply_filter(&filter).map_err(|e| SandboxError::Setup(format!("seccomp: {e}")))
 }
 
-fn landlock_restrict(policy: &SandboxPolicy) -> Result<(), SandboxError> {
+/// Enter a new user + mount namespace (mapping our own ids, so nothing gains privilege) and
+/// bind-mount each existing protected path read-only over itself. Must run single-threaded,
+/// right before the helper execs the command.
+fn protect_with_mounts(protected: &[std::path::PathBuf]) -> Result<(), String> {
+    use rustix::mount::{MountFlags, MountPropagationFlags, mount_bind, mount_change, mount_remount};
+    use rustix::thread::UnshareFlags;
+    let existing: Vec<&std::path::PathBuf> = protected.iter().filter(|p| p.exists()).collect();
+    if existing.is_empty() {
+        return Ok(());
+    }
+    let uid = rustix::process::getuid().as_raw();
+    let gid = rustix::process::getgid().as_raw();
+    // `unshare` is deprecated in favour of an unsafe variant because unsharing the file table
+    // or fs state under other threads is unsound; the helper is single-threaded and only asks
+    // for new user and mount namespaces.
+    #[allow(deprecated)]
+    rustix::thread::unshare(UnshareFlags::NEWUSER | UnshareFlags::NEWNS)
+        .map_err(|e| format!("unshare: {e}"))?;
+    std::fs::write("/proc/self/setgroups", "deny").map_err(|e| format!("setgroups: {e}"))?;
+    std::fs::write("/proc/self/uid_map", format!("{uid} {uid} 1")).map_err(|e| format!("uid_map: {e}"))?;
+    std::fs::write("/proc/self/gid_map", format!("{gid} {gid} 1")).map_err(|e| format!("gid_map: {e}"))?;
+    mount_change("/", MountPropagationFlags::PRIVATE | MountPropagationFlags::REC)
+        .map_err(|e| format!("private mounts: {e}"))?;
+    for path in existing {
+        mount_bind(path, path).map_err(|e| format!("bind {}: {e}", path.display()))?;
+        mount_remount(path, MountFlags::BIND | MountFlags::RDONLY, "")
+            .map_err(|e| format!("read-only {}: {e}", path.display()))?;
+    }
+    Ok(())
+}
+
+fn landlock_restrict(grants: Vec<super::WriteGrant>) -> Result<(), SandboxError> {
     let setup = |e: landlock::RulesetError| SandboxError::Setup(format!("landlock: {e}"));
     let mut ruleset = Ruleset::default()
         .handle_access(AccessFs::from_all(ABI_WANTED))
@@ -72,8 +117,7 @@ fn landlock_restrict(policy: &SandboxPolicy) -> Result<(), SandboxError> {
     let devices = WRITABLE_DEVICES
         .iter()
         .map(|d| (std::path::PathBuf::from(d), false));
-    let grants = policy
-        .write_grants()
+    let grants = grants
         .into_iter()
         .map(|g| (g.path, g.is_dir))
         .chain(devices);
