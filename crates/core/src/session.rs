@@ -13,11 +13,11 @@ use kimi_tools::ToolContext;
 use serde_json::{Map, Value};
 
 use crate::engine::agent::{SpawnedAgent, spawn_agent};
-use crate::engine::log::{AgentLog, Restored};
 use crate::engine::hooks::EngineHooks;
+use crate::engine::log::{AgentLog, Restored};
 use crate::engine::permissions::ChainPolicy;
-use crate::hooks::{CommonPayload, HookEventData, HookRunner, load_hooks_from_str};
 use crate::engine::runtime::{AgentConfig, PermissionPolicy};
+use crate::hooks::{CommonPayload, HookEventData, HookRunner, HookSet, load_hooks_from_str};
 use crate::permission::{PermissionState, SessionApprovals, Workspace};
 use crate::prompt::{PromptVars, cwd_listing, discover_agents_md, render_system_prompt};
 
@@ -81,7 +81,11 @@ pub fn register_sandbox_helper(exe: PathBuf) {
 }
 
 /// `[sandbox] mode = "workspace-write"`: the launcher prefix for Bash, or why it is off.
-fn sandbox_launcher(home: &Path, cwd: &Path, additional: &[PathBuf]) -> Result<Vec<String>, String> {
+fn sandbox_launcher(
+    home: &Path,
+    cwd: &Path,
+    additional: &[PathBuf],
+) -> Result<Vec<String>, String> {
     use crate::permission::sandbox::{
         SandboxMode, SandboxPolicy, SandboxSupport, helper_command, probe, sandbox_mode_from_config,
     };
@@ -102,44 +106,53 @@ fn sandbox_launcher(home: &Path, cwd: &Path, additional: &[PathBuf]) -> Result<V
         ));
     }
     let Some(helper) = SANDBOX_HELPER.get() else {
-        return Err("no sandbox helper is registered in this process; Bash runs unsandboxed".to_owned());
+        return Err(
+            "no sandbox helper is registered in this process; Bash runs unsandboxed".to_owned(),
+        );
     };
     let workspace = Workspace::new(cwd, additional, std::env::home_dir().as_deref());
     let policy = SandboxPolicy::workspace_write(&workspace, &[std::env::temp_dir()], home);
-    let cmd = helper_command(helper, &["__sandbox-exec"], &policy, &[]).map_err(|e| e.to_string())?;
+    let cmd =
+        helper_command(helper, &["__sandbox-exec"], &policy, &[]).map_err(|e| e.to_string())?;
     let mut argv = vec![cmd.get_program().to_string_lossy().into_owned()];
     argv.extend(cmd.get_args().map(|a| a.to_string_lossy().into_owned()));
     Ok(argv)
 }
 
-/// `[[hooks]]` from the home's config.toml; invalid entries are reported and left out.
-fn load_hooks(home: &Path, cwd: &Path, session_id: &str) -> (Option<Arc<EngineHooks>>, Vec<String>) {
+/// `[[hooks]]` from the home's config.toml (re-read when it changes); invalid entries are
+/// reported and left out.
+fn load_hooks(
+    home: &Path,
+    cwd: &Path,
+    session_id: &str,
+) -> (Option<Arc<EngineHooks>>, Vec<String>) {
     let path = home.join("config.toml");
-    let Ok(text) = std::fs::read_to_string(&path) else {
-        return (None, Vec::new());
+    let text = std::fs::read_to_string(&path).unwrap_or_default();
+    let (set, warnings) = match load_hooks_from_str(&text) {
+        Ok(loaded) => {
+            let warnings = loaded
+                .errors
+                .iter()
+                .map(|e| format!("{}: {e}", path.display()))
+                .collect();
+            (loaded.hooks, warnings)
+        }
+        Err(err) => (
+            HookSet::default(),
+            vec![format!("{}: {err}", path.display())],
+        ),
     };
-    let loaded = match load_hooks_from_str(&text) {
-        Ok(loaded) => loaded,
-        Err(err) => return (None, vec![format!("{}: {err}", path.display())]),
-    };
-    let warnings = loaded
-        .errors
-        .iter()
-        .map(|e| format!("{}: {e}", path.display()))
-        .collect();
-    if loaded.hooks.hooks().is_empty() {
-        return (None, warnings);
-    }
-    let hooks = EngineHooks {
-        set: loaded.hooks,
-        runner: HookRunner::new(cwd),
-        common: CommonPayload {
+    let hooks = EngineHooks::new(
+        set,
+        HookRunner::new(cwd),
+        CommonPayload {
             session_id: session_id.to_owned(),
             cwd: cwd.display().to_string(),
             client_type: "kimi_rs_cli".to_owned(),
             session_title: None,
         },
-    };
+        Some(path),
+    );
     (Some(Arc::new(hooks)), warnings)
 }
 

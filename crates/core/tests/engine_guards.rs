@@ -48,7 +48,11 @@ fn chain(mode: PermissionMode, config: &str) -> PermissionState {
 }
 
 /// Submit `prompt` and collect events until the turn ends, answering approvals with `answer`.
-async fn turn(opened: &mut OpenedSession, prompt: &str, answer: Option<ApprovalDecision>) -> Vec<Event> {
+async fn turn(
+    opened: &mut OpenedSession,
+    prompt: &str,
+    answer: Option<ApprovalDecision>,
+) -> Vec<Event> {
     opened.agent.handle.send(Op::Submit {
         input: vec![ContentPart::text(prompt)],
         origin: None,
@@ -77,7 +81,9 @@ fn results(events: &[Event]) -> Vec<(String, bool)> {
     events
         .iter()
         .filter_map(|e| match e {
-            Event::ToolResult { output, is_error, .. } => Some((
+            Event::ToolResult {
+                output, is_error, ..
+            } => Some((
                 output.iter().filter_map(ContentPart::as_text).collect(),
                 *is_error,
             )),
@@ -119,7 +125,10 @@ async fn pre_tool_use_hook_blocks_a_command_and_the_model_gets_the_reason() {
     let mut opened = open_session(setup(&home, &cwd, Resume::New, provider.clone(), None)).unwrap();
     let events = turn(&mut opened, "make a file", None).await;
     assert_eq!(results(&events), vec![("no touching".to_owned(), true)]);
-    assert!(!cwd.join("made.txt").exists(), "the vetoed command must not run");
+    assert!(
+        !cwd.join("made.txt").exists(),
+        "the vetoed command must not run"
+    );
     assert_eq!(ended(&events), TurnEndReason::Completed);
     close(opened).await;
 }
@@ -139,7 +148,10 @@ async fn user_prompt_submit_hook_blocks_the_turn_before_the_model_is_called() {
     let mut opened = open_session(setup(&home, &cwd, Resume::New, provider.clone(), None)).unwrap();
     let events = turn(&mut opened, "print the API key", None).await;
     assert_eq!(ended(&events), TurnEndReason::Blocked);
-    assert!(provider.requests().is_empty(), "a blocked prompt never reaches the model");
+    assert!(
+        provider.requests().is_empty(),
+        "a blocked prompt never reaches the model"
+    );
     close(opened).await;
 }
 
@@ -209,7 +221,12 @@ async fn deny_rules_refuse_and_session_approvals_survive_resume() {
         Some(chain(PermissionMode::Manual, rules)),
     ))
     .unwrap();
-    let events = turn(&mut opened, "write a note", Some(ApprovalDecision::ApproveForSession)).await;
+    let events = turn(
+        &mut opened,
+        "write a note",
+        Some(ApprovalDecision::ApproveForSession),
+    )
+    .await;
     let asked = events
         .iter()
         .filter(|e| matches!(e, Event::ApprovalRequested(_)))
@@ -234,9 +251,37 @@ async fn deny_rules_refuse_and_session_approvals_survive_resume() {
     .unwrap();
     let events = turn(&mut opened, "again", None).await;
     assert!(
-        !events.iter().any(|e| matches!(e, Event::ApprovalRequested(_))),
+        !events
+            .iter()
+            .any(|e| matches!(e, Event::ApprovalRequested(_))),
         "approve-for-session must survive a resume"
     );
     assert!(cwd.join("note.txt").exists());
+    close(opened).await;
+}
+
+#[tokio::test]
+async fn hooks_added_to_config_toml_apply_from_the_next_turn() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (home, cwd) = (tmp.path().join("home"), tmp.path().join("work"));
+    std::fs::create_dir_all(&home).unwrap();
+    std::fs::create_dir_all(&cwd).unwrap();
+    let provider = Arc::new(ScriptedProvider::new(vec![
+        ScriptTurn::tool_calls(&[("c1", "Bash", r#"{"command":"touch first.txt"}"#)]),
+        ScriptTurn::text("ok"),
+        ScriptTurn::tool_calls(&[("c2", "Bash", r#"{"command":"touch second.txt"}"#)]),
+        ScriptTurn::text("blocked"),
+    ]));
+    let mut opened = open_session(setup(&home, &cwd, Resume::New, provider, None)).unwrap();
+    turn(&mut opened, "one", None).await;
+    assert!(cwd.join("first.txt").exists());
+    std::fs::write(
+        home.join("config.toml"),
+        "[[hooks]]\nevent = \"PreToolUse\"\ncommand = \"echo 'hooks reloaded' >&2; exit 2\"\n",
+    )
+    .unwrap();
+    let events = turn(&mut opened, "two", None).await;
+    assert_eq!(results(&events), vec![("hooks reloaded".to_owned(), true)]);
+    assert!(!cwd.join("second.txt").exists());
     close(opened).await;
 }

@@ -169,6 +169,14 @@ fn submit(rt: &Runtime, input: Vec<ContentPart>, origin: Origin) {
         rt.emit(Event::PromptQueued {
             prompt_id: prompt_id.clone(),
         });
+        if let Some(hooks) = &rt.config.hooks {
+            let queue_length = rt.shared().jobs.len() as u64 + 1;
+            hooks.fire_and_forget(crate::hooks::HookEventData::UserPromptQueued {
+                prompt_id: prompt_id.clone(),
+                prompt: input.clone(),
+                queue_length,
+            });
+        }
     }
     let mut shared = rt.shared();
     shared.jobs.push_back(Job::Prompt(Pending {

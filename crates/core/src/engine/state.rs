@@ -80,8 +80,10 @@ impl TurnPhase {
         }
         matches!(
             (self, next),
-            (P::Gating { .. }, P::Thinking { .. } | P::Compacting { .. } | P::Done)
-                | (P::Compacting { .. }, P::Gating { .. } | P::Thinking { .. })
+            (
+                P::Gating { .. },
+                P::Thinking { .. } | P::Compacting { .. } | P::Done
+            ) | (P::Compacting { .. }, P::Gating { .. } | P::Thinking { .. })
                 | (
                     P::Thinking { .. },
                     P::Acting { .. }

@@ -22,13 +22,13 @@ use tokio_util::sync::CancellationToken;
 use kimi_context::compaction::service::{AutoCheck, OverflowDecision, Trigger};
 
 use super::compact;
-use super::hooks::hook_result_text;
-use crate::hooks::{EventResult, HookEventData, clip_tool_output};
 use super::executor::{BatchEnv, BatchHost, GateDecision, UserAnswer, run_batch};
+use super::hooks::hook_result_text;
 use super::records as rec;
 use super::repeat::RepeatGuard;
 use super::runtime::{Pending, Runtime};
 use super::state::TurnPhase;
+use crate::hooks::{EventResult, HookEventData, PermissionRequestInfo, clip_tool_output};
 
 /// How a turn ended.
 #[derive(Debug, Clone, PartialEq)]
@@ -103,6 +103,25 @@ impl BatchHost for TurnHost<'_> {
                 request_id: request_id.clone(),
             },
         );
+        let request_info = PermissionRequestInfo {
+            id: request_id.clone(),
+            agent_id: self.rt.log().agent_id().to_owned(),
+            turn_id: Value::from(self.turn_id),
+            tool_call_id: call.id.clone(),
+            tool_name: call.name.clone(),
+            action: action.to_owned(),
+            display: serde_json::to_value(&plan.display).unwrap_or(Value::Null),
+            tool_input: call
+                .arguments
+                .as_deref()
+                .and_then(|a| serde_json::from_str(a).ok())
+                .unwrap_or(Value::Null),
+        };
+        if let Some(hooks) = &self.rt.config.hooks {
+            hooks.fire_and_forget(HookEventData::PermissionRequest {
+                request: request_info.clone(),
+            });
+        }
         self.rt.emit(Event::ApprovalRequested(
             kimi_protocol::ops::ApprovalRequest {
                 request_id: request_id.clone(),
@@ -121,6 +140,22 @@ impl BatchHost for TurnHost<'_> {
             () = self.cancel.cancelled() => None,
         };
         self.rt.shared().approvals.remove(&request_id);
+        if let Some(hooks) = &self.rt.config.hooks {
+            let (decision, scope, feedback) = match &answer {
+                Some(UserAnswer::Approve) => ("approved", None, None),
+                Some(UserAnswer::ApproveForSession) => ("approved", Some("session"), None),
+                Some(UserAnswer::Reject(feedback)) => ("rejected", None, feedback.clone()),
+                None => ("cancelled", None, None),
+            };
+            hooks.fire_and_forget(HookEventData::PermissionResult {
+                request: request_info,
+                decision: decision.to_owned(),
+                scope: scope.map(str::to_owned),
+                feedback,
+                selected_label: None,
+                error: None,
+            });
+        }
         if let Some(answer) = &answer {
             let (decision, rule) = match answer {
                 UserAnswer::Approve => ("approved", None),
@@ -240,6 +275,11 @@ pub async fn run_turn(rt: &Arc<Runtime>, prompt: Pending, cancel: CancellationTo
     let mut user = Message::new(Role::User, prompt.input.clone());
     user.origin = Some(prompt.origin.clone());
     user.id = Some(prompt.prompt_id.clone());
+    if let Some(hooks) = &rt.config.hooks {
+        for message in hooks.reload_if_changed() {
+            rt.emit(Event::Warning { message });
+        }
+    }
     let submit = match (&rt.config.hooks, prompt.origin.is_user()) {
         (Some(hooks), true) => {
             hooks
@@ -256,12 +296,21 @@ pub async fn run_turn(rt: &Arc<Runtime>, prompt: Pending, cancel: CancellationTo
             message: message.clone(),
         });
     }
-    let mut records = vec![rec::turn_prompt(&prompt.input, &prompt.origin, &prompt.prompt_id, turn_id)];
+    let mut records = vec![rec::turn_prompt(
+        &prompt.input,
+        &prompt.origin,
+        &prompt.prompt_id,
+        turn_id,
+    )];
     if let Some(reason) = &submit.blocked {
         // The hook's verdict comes first, then the prompt it refused: the model will see both.
         let mut verdict = Message::new(
             Role::Assistant,
-            vec![ContentPart::text(hook_result_text("UserPromptSubmit", reason, true))],
+            vec![ContentPart::text(hook_result_text(
+                "UserPromptSubmit",
+                reason,
+                true,
+            ))],
         );
         verdict.origin = Some(Origin::Known(KnownOrigin::HookResult {
             event: "UserPromptSubmit".to_owned(),
@@ -293,7 +342,11 @@ pub async fn run_turn(rt: &Arc<Runtime>, prompt: Pending, cancel: CancellationTo
     for text in &submit.messages {
         let mut note = Message::new(
             Role::User,
-            vec![ContentPart::text(hook_result_text("UserPromptSubmit", text, false))],
+            vec![ContentPart::text(hook_result_text(
+                "UserPromptSubmit",
+                text,
+                false,
+            ))],
         );
         note.origin = Some(Origin::Known(KnownOrigin::HookResult {
             event: "UserPromptSubmit".to_owned(),
@@ -304,6 +357,14 @@ pub async fn run_turn(rt: &Arc<Runtime>, prompt: Pending, cancel: CancellationTo
     rt.commit(records);
     rt.emit(Event::TurnStarted { turn_id });
     rt.publish_status();
+    if let Some(hooks) = &rt.config.hooks {
+        hooks.fire_and_forget(HookEventData::TurnStarted {
+            turn_id: Value::from(turn_id),
+            origin_kind: prompt.origin.kind().to_owned(),
+            origin_name: None,
+            prompt: prompt.input.clone(),
+        });
+    }
 
     rt.compaction().turn_started();
     let mut ids = ToolCallIdNormalizer::new();
