@@ -168,57 +168,8 @@ fn canonical_or_lexical(path: &Path) -> PathBuf {
     std::fs::canonicalize(path).unwrap_or_else(|_| normalize_lexically(path))
 }
 
-const KEY_NAMES: [&str; 4] = ["id_rsa", "id_ed25519", "id_ecdsa", "credentials"];
-const KEY_SUFFIXES: [&str; 11] = [
-    ".bak",
-    ".backup",
-    ".copy",
-    ".disabled",
-    ".key",
-    ".old",
-    ".orig",
-    ".pem",
-    ".save",
-    ".tmp",
-    "",
-];
-const ENV_EXEMPT: [&str; 3] = [".env.example", ".env.sample", ".env.template"];
-const PUBLIC_KEYS: [&str; 3] = ["id_rsa.pub", "id_ed25519.pub", "id_ecdsa.pub"];
-
-/// `isSensitiveFile` (surface.md §2.0): secrets by basename, case-insensitively, plus anything
-/// in or through `.aws/credentials` and `.gcp/credentials`.
-pub fn is_sensitive_path(path: &Path) -> bool {
-    let lowered: Vec<String> = path
-        .components()
-        .filter_map(|c| match c {
-            Component::Normal(n) => Some(n.to_string_lossy().to_lowercase()),
-            Component::Prefix(_)
-            | Component::RootDir
-            | Component::CurDir
-            | Component::ParentDir => None,
-        })
-        .collect();
-    let through_cloud_credentials = lowered
-        .windows(2)
-        .any(|w| (w[0] == ".aws" || w[0] == ".gcp") && w[1] == "credentials");
-    if through_cloud_credentials {
-        return true;
-    }
-    let Some(name) = lowered.last() else {
-        return false;
-    };
-    if PUBLIC_KEYS.contains(&name.as_str()) {
-        return false;
-    }
-    if name == ".env" || (name.starts_with(".env.") && !ENV_EXEMPT.contains(&name.as_str())) {
-        return true;
-    }
-    KEY_NAMES.iter().any(|key| {
-        name.strip_prefix(key).is_some_and(|rest| {
-            rest.starts_with('-') || rest.starts_with('_') || KEY_SUFFIXES.contains(&rest)
-        })
-    })
-}
+/// `isSensitiveFile` (surface.md §2.0): one rule for the file tools and the permission chain.
+pub use kimi_tools::path::is_sensitive_path;
 
 /// Policy 8's test: a `.git` component below the cwd, or a path inside the work tree's `.git`
 /// entry or its control directory (which may live elsewhere for worktrees).
