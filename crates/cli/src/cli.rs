@@ -208,12 +208,13 @@ pub fn main() -> ExitCode {
                     ExitCode::from(crate::run::EXIT_FAILED)
                 }
             },
-            None => {
-                eprintln!(
-                    "kimi-rs: the interactive terminal UI is not wired in yet; run a prompt with `kimi-rs -p \"...\"` or try `kimi-rs demo`"
-                );
-                ExitCode::from(2)
-            }
+            None => match crate::interactive::run(&cli.run) {
+                Ok(code) => ExitCode::from(code),
+                Err(err) => {
+                    eprintln!("kimi-rs: {err:#}");
+                    ExitCode::FAILURE
+                }
+            },
         },
     }
 }

@@ -4,5 +4,6 @@
 pub mod cli;
 pub mod conformance;
 pub mod demo;
+pub mod interactive;
 pub mod print;
 pub mod run;
