@@ -37,7 +37,8 @@ struct Host {
 fn permission_state(home: &Path, args: &RunArgs) -> anyhow::Result<PermissionState> {
     let path = home.join("config.toml");
     let text = std::fs::read_to_string(&path).unwrap_or_default();
-    let config: toml::Value = toml::from_str(&text).unwrap_or(toml::Value::Table(Default::default()));
+    let config: toml::Value =
+        toml::from_str(&text).unwrap_or(toml::Value::Table(Default::default()));
     let mode = resolve_mode(&ModeInputs {
         yolo_flag: args.yolo,
         auto_flag: args.auto,
@@ -57,7 +58,8 @@ fn permission_state(home: &Path, args: &RunArgs) -> anyhow::Result<PermissionSta
         ..PermissionState::default()
     };
     if !text.is_empty() {
-        let loaded = load_rules_from_str(&text).map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
+        let loaded =
+            load_rules_from_str(&text).map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
         for err in &loaded.errors {
             eprintln!("kimi-rs: {}: {err}", path.display());
         }
@@ -165,12 +167,29 @@ async fn serve(
         HostRequest::ExportMarkdown { path, markdown } => {
             let short: String = opened.session.state.id.chars().take(8).collect();
             let path = path.map_or_else(
-                || host.cwd.join(format!("kimi-export-{short}-{}.md", kimi_core::engine::log::now_ms())),
+                || {
+                    host.cwd.join(format!(
+                        "kimi-export-{short}-{}.md",
+                        kimi_core::engine::log::now_ms()
+                    ))
+                },
                 |p| host.cwd.join(p),
             );
             match std::fs::write(&path, markdown) {
-                Ok(()) => reply(HostUpdate::Notice(format!("exported to {}", path.display()))).await,
-                Err(err) => reply(HostUpdate::Error(format!("cannot write {}: {err}", path.display()))).await,
+                Ok(()) => {
+                    reply(HostUpdate::Notice(format!(
+                        "exported to {}",
+                        path.display()
+                    )))
+                    .await
+                }
+                Err(err) => {
+                    reply(HostUpdate::Error(format!(
+                        "cannot write {}: {err}",
+                        path.display()
+                    )))
+                    .await
+                }
             }
         }
         HostRequest::CopyToClipboard { text } => {
@@ -182,7 +201,12 @@ async fn serve(
             reply(HostUpdate::Notice("copied to the clipboard".to_owned())).await;
         }
         HostRequest::SetTitle { title: None } => {
-            let title = opened.session.state.title.clone().unwrap_or_else(|| "(untitled)".to_owned());
+            let title = opened
+                .session
+                .state
+                .title
+                .clone()
+                .unwrap_or_else(|| "(untitled)".to_owned());
             reply(HostUpdate::Notice(format!("title: {title}"))).await;
         }
         HostRequest::SetTitle { title: Some(title) } => {
@@ -209,7 +233,11 @@ async fn serve(
                 .map(|t| TaskEntry {
                     output_tail: tasks.tail_output(&t.id, 4096).0,
                     status: t.status.as_str().to_owned(),
-                    description: if t.description.is_empty() { t.command.clone() } else { t.description.clone() },
+                    description: if t.description.is_empty() {
+                        t.command.clone()
+                    } else {
+                        t.description.clone()
+                    },
                     id: t.id,
                 })
                 .collect();
@@ -218,11 +246,20 @@ async fn serve(
         HostRequest::StopTask { id } => {
             let tasks = opened.agent.handle.runtime().config.tool_ctx.tasks.clone();
             match tasks.stop(&id, "stopped by the user").await {
-                Ok(info) => reply(HostUpdate::Notice(format!("task {id}: {}", info.status.as_str()))).await,
+                Ok(info) => {
+                    reply(HostUpdate::Notice(format!(
+                        "task {id}: {}",
+                        info.status.as_str()
+                    )))
+                    .await
+                }
                 Err(err) => reply(HostUpdate::Error(err.to_string())).await,
             }
         }
-        HostRequest::Shell { command, background } => {
+        HostRequest::Shell {
+            command,
+            background,
+        } => {
             let cwd = host.cwd.clone();
             let updates = updates.clone();
             let run = async move {
@@ -260,7 +297,11 @@ async fn serve(
 }
 
 /// Pump events, operations and requests until the UI goes away.
-async fn host_loop(host: Host, mut opened: OpenedSession, mut channels: HostChannels) -> OpenedSession {
+async fn host_loop(
+    host: Host,
+    mut opened: OpenedSession,
+    mut channels: HostChannels,
+) -> OpenedSession {
     loop {
         tokio::select! {
             event = opened.agent.events.recv() => {
@@ -341,7 +382,13 @@ pub fn run(args: &RunArgs) -> anyhow::Result<u8> {
             eprintln!("kimi-rs: {warning}");
         }
         let options = RunOptions {
-            app: AppOptions::from_config(&tui_config, host.info(&opened), Some(home.join("tui")), cwd.clone(), no_color),
+            app: AppOptions::from_config(
+                &tui_config,
+                host.info(&opened),
+                Some(home.join("tui")),
+                cwd.clone(),
+                no_color,
+            ),
             transcript: transcript(&opened),
             full_screen,
             open_session_picker: pick,
@@ -350,7 +397,9 @@ pub fn run(args: &RunArgs) -> anyhow::Result<u8> {
         let (ui, channels) = SessionChannels::pair(1024);
         let pump = tokio::spawn(host_loop(host, opened, channels));
         let ui_result = kimi_tui::run(options, ui).await;
-        let opened = pump.await.context("the session host stopped unexpectedly")?;
+        let opened = pump
+            .await
+            .context("the session host stopped unexpectedly")?;
         let id = opened.session.state.id.clone();
         close(opened).await;
         ui_result?;

@@ -285,3 +285,43 @@ async fn hooks_added_to_config_toml_apply_from_the_next_turn() {
     assert!(!cwd.join("second.txt").exists());
     close(opened).await;
 }
+
+#[tokio::test]
+async fn a_background_task_that_finishes_while_idle_starts_a_turn_that_reports_it() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (home, cwd) = (tmp.path().join("home"), tmp.path().join("work"));
+    std::fs::create_dir_all(&home).unwrap();
+    std::fs::create_dir_all(&cwd).unwrap();
+    let provider = Arc::new(ScriptedProvider::new(vec![
+        ScriptTurn::tool_calls(&[(
+            "c1",
+            "Bash",
+            r#"{"command":"sleep 0.3; echo built","run_in_background":true,"description":"build"}"#,
+        )]),
+        ScriptTurn::text("started the build"),
+        ScriptTurn::text("the build finished"),
+    ]));
+    let mut opened = open_session(setup(&home, &cwd, Resume::New, provider.clone(), None)).unwrap();
+    let first = turn(&mut opened, "build in the background", None).await;
+    assert_eq!(ended(&first), TurnEndReason::Completed);
+    // No prompt from us: the task's completion starts the next turn by itself.
+    let mut saw_second_turn = false;
+    loop {
+        let event = tokio::time::timeout(Duration::from_secs(30), opened.agent.events.recv())
+            .await
+            .expect("a turn about the finished task")
+            .expect("agent alive");
+        match event {
+            Event::TurnStarted { .. } => saw_second_turn = true,
+            Event::TurnEnded { .. } if saw_second_turn => break,
+            _ => {}
+        }
+    }
+    let requests = provider.requests();
+    let last = requests.last().unwrap().messages.last().unwrap().text();
+    assert!(
+        last.contains("Background task") && last.contains("completed"),
+        "{last}"
+    );
+    close(opened).await;
+}

@@ -65,10 +65,12 @@ pub fn spawn_agent(config: AgentConfig, log: AgentLog, queued: Vec<QueuedPrompt>
         shared.machine.queued = shared.jobs.len();
     }
     let dispatcher = tokio::spawn(dispatch(rt.clone(), ops_rx));
+    let watcher = tokio::spawn(watch_tasks(rt.clone()));
     let runner_rt = rt.clone();
     let join = tokio::spawn(async move {
         let results = run_jobs(runner_rt).await;
         dispatcher.abort();
+        watcher.abort();
         results
     });
     SpawnedAgent {
@@ -201,7 +203,7 @@ fn cancel(rt: &Runtime, queued: bool) {
             .drain(..)
             .filter_map(|job| match job {
                 Job::Prompt(p) => Some(p.prompt_id),
-                Job::Compact { .. } => None,
+                Job::Compact { .. } | Job::TaskNotices => None,
             })
             .collect();
         shared.machine.queued = 0;
@@ -237,6 +239,38 @@ fn undo(rt: &Runtime, count: u32) {
     match result {
         Ok(()) => rt.emit(Event::ContextUndone { turns: count }),
         Err(message) => rt.emit(Event::Error { message }),
+    }
+}
+
+/// Background tasks that finish while the agent is idle start a turn of their own, so the
+/// model hears about them without waiting for the user's next prompt.
+async fn watch_tasks(rt: Arc<Runtime>) {
+    let tasks = rt.config.tool_ctx.tasks.clone();
+    let mut done = rt.jobs_done.subscribe();
+    loop {
+        tasks.notification_ready().await;
+        // Mark the current job count as seen before queueing, so the job's completion (however
+        // fast) is what wakes us below.
+        done.borrow_and_update();
+        let queued = {
+            let mut shared = rt.shared();
+            if shared.shutting_down {
+                return;
+            }
+            let idle = shared.turn_cancel.is_none() && shared.jobs.is_empty();
+            if idle {
+                shared.jobs.push_back(Job::TaskNotices);
+            }
+            idle
+        };
+        if queued {
+            rt.wake.notify_one();
+        }
+        // Whether we queued a job or a turn is running (its gate drains the notices), wait
+        // for the next job to finish before looking again.
+        if done.changed().await.is_err() {
+            return;
+        }
     }
 }
 
@@ -281,7 +315,30 @@ async fn run_jobs(rt: Arc<Runtime>) -> Vec<TurnResult> {
             Job::Compact { instruction } => {
                 super::compact::run_manual(&rt, instruction).await;
             }
+            Job::TaskNotices => {
+                let finished = rt.config.tool_ctx.tasks.drain_notifications();
+                if let Some((first, rest)) = finished.split_first() {
+                    // The first notice is the turn's prompt; any others join at its gate.
+                    let notice = super::turn::task_notice(first);
+                    let prompt = Pending {
+                        prompt_id: rec::new_id("msg_"),
+                        input: notice.content.clone(),
+                        origin: notice.origin.clone().unwrap_or_else(Origin::user),
+                    };
+                    let records = rest
+                        .iter()
+                        .map(|t| rec::message(super::turn::task_notice(t)))
+                        .collect::<Vec<_>>();
+                    let token = CancellationToken::new();
+                    rt.shared().turn_cancel = Some(token.clone());
+                    let result = run_turn(&rt, prompt, token).await;
+                    rt.shared().turn_cancel = None;
+                    rt.commit(records);
+                    results.push(result);
+                }
+            }
         }
+        rt.jobs_done.send_modify(|n| *n += 1);
     }
     if let Some(hooks) = &rt.config.hooks {
         hooks

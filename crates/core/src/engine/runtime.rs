@@ -75,7 +75,11 @@ pub struct Pending {
 #[derive(Debug, Clone)]
 pub enum Job {
     Prompt(Pending),
-    Compact { instruction: Option<String> },
+    Compact {
+        instruction: Option<String>,
+    },
+    /// Background tasks finished while the agent was idle: tell the model in a turn of its own.
+    TaskNotices,
 }
 
 #[derive(Default)]
@@ -100,6 +104,8 @@ pub struct Runtime {
     shared: Mutex<Shared>,
     compaction: Mutex<CompactionService>,
     pub wake: Notify,
+    /// Counts finished jobs, so watchers can wait for the agent to go idle again.
+    pub jobs_done: tokio::sync::watch::Sender<u64>,
     events: mpsc::UnboundedSender<Event>,
 }
 
@@ -116,6 +122,7 @@ impl Runtime {
             shared: Mutex::new(Shared::default()),
             compaction: Mutex::new(CompactionService::new(CompactionConfig::default())),
             wake: Notify::new(),
+            jobs_done: tokio::sync::watch::Sender::new(0),
             events,
         })
     }

@@ -379,6 +379,7 @@ pub async fn run_turn(rt: &Arc<Runtime>, prompt: Pending, cancel: CancellationTo
             break Err(Failure::Cancelled);
         }
         consume_steers(rt, turn_id);
+        consume_task_notices(rt);
         step += 1;
         if let Some(max) = rt.config.max_steps_per_turn
             && max > 0
@@ -502,6 +503,59 @@ async fn stop_hook(rt: &Runtime) -> Option<String> {
         rt.emit(Event::Warning { message });
     }
     result.blocked
+}
+
+/// The message that tells the model a background task ended.
+pub fn task_notice(task: &kimi_tools::tasks::TaskInfo) -> Message {
+    let what = if task.description.is_empty() {
+        task.command.clone()
+    } else {
+        task.description.clone()
+    };
+    let exit = task
+        .exit_code
+        .map(|c| format!(", exit code {c}"))
+        .unwrap_or_default();
+    let text = format!(
+        "<system-reminder>\nBackground task {} ({what}) ended: {}{exit}. Read its output with TaskOutput if you need it.\n</system-reminder>",
+        task.id,
+        task.status.as_str()
+    );
+    let mut message = Message::new(Role::User, vec![ContentPart::text(text)]);
+    message.origin = Some(Origin::Known(KnownOrigin::Task {
+        task_id: task.id.clone(),
+        status: task.status.as_str().to_owned(),
+        notification_id: rec::new_id("ntf_"),
+    }));
+    message
+}
+
+/// Finished background tasks join the conversation at the gate (the model hears about them
+/// before its next request).
+fn consume_task_notices(rt: &Runtime) {
+    let finished = rt.config.tool_ctx.tasks.drain_notifications();
+    if finished.is_empty() {
+        return;
+    }
+    let records = finished
+        .iter()
+        .map(|t| rec::message(task_notice(t)))
+        .collect();
+    rt.commit(records);
+    if let Some(hooks) = &rt.config.hooks {
+        for task in &finished {
+            hooks.fire_and_forget(HookEventData::Notification {
+                sink: "context".to_owned(),
+                agent_id: rt.log().agent_id().to_owned(),
+                notification_type: format!("task.{}", task.status.as_str()),
+                title: format!("Background task {} ended", task.id),
+                body: task.description.clone(),
+                severity: "info".to_owned(),
+                source_kind: "task".to_owned(),
+                source_id: task.id.clone(),
+            });
+        }
+    }
 }
 
 /// Steers that arrived since the last gate join the conversation now, in arrival order.
