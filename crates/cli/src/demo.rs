@@ -64,7 +64,10 @@ pub fn run(dir: Option<PathBuf>) -> anyhow::Result<u8> {
         params: ModelParams::default(),
         max_context_tokens: 128_000,
     };
-    println!("kimi-rs demo: a scripted model fixes a failing test in {}\n", dir.display());
+    println!(
+        "kimi-rs demo: a scripted model fixes a failing test in {}\n",
+        dir.display()
+    );
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()

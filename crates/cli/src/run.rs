@@ -9,11 +9,11 @@ use std::sync::Arc;
 use anyhow::{Context, anyhow};
 use kimi_core::engine::runtime::ApproveAll;
 use kimi_core::permission::{PermissionState, load_rules_from_str};
-use kimi_protocol::ops::PermissionMode;
 use kimi_core::session::{OpenedSession, Resume, SessionSetup, latest_session, open_session};
 use kimi_llm::config::LlmConfig;
 use kimi_llm::{ModelParams, Provider, RetryPolicy, build_provider};
 use kimi_protocol::ContentPart;
+use kimi_protocol::ops::PermissionMode;
 use kimi_protocol::ops::{Event, Op, TurnEndReason};
 use kimi_store::{FsyncPolicy, Home, SessionStore};
 
@@ -182,7 +182,8 @@ pub fn print_mode(args: &RunArgs, prompt: &str) -> anyhow::Result<u8> {
         let columns = std::io::stdout().is_terminal().then_some(100);
         let (reason, error) = match format {
             OutputFormat::Text => {
-                let mut writer = TextWriter::new(std::io::stdout(), std::io::stderr(), columns, None);
+                let mut writer =
+                    TextWriter::new(std::io::stdout(), std::io::stderr(), columns, None);
                 let outcome = drive_turn(&mut opened, &mut writer, prompt).await;
                 writer.finish()?;
                 writer.resume_hint(&session_id, &command)?;

@@ -134,7 +134,10 @@ pub fn run_case(area: &str, case: &Value) -> Vec<String> {
     if let (Some(obj), Some(Value::Array(script))) = (input.as_object_mut(), expected.get("script"))
         && !obj.contains_key("script")
     {
-        let steps: Vec<Value> = script.iter().filter_map(|s| s.get("after").cloned()).collect();
+        let steps: Vec<Value> = script
+            .iter()
+            .filter_map(|s| s.get("after").cloned())
+            .collect();
         obj.insert("script".to_owned(), Value::Array(steps));
     }
     match catch_unwind(AssertUnwindSafe(|| adapter(&input))) {

@@ -75,7 +75,9 @@ pub(super) fn restrict(policy: &SandboxPolicy) -> Result<(), SandboxError> {
 /// bind-mount each existing protected path read-only over itself. Must run single-threaded,
 /// right before the helper execs the command.
 fn protect_with_mounts(protected: &[std::path::PathBuf]) -> Result<(), String> {
-    use rustix::mount::{MountFlags, MountPropagationFlags, mount_bind, mount_change, mount_remount};
+    use rustix::mount::{
+        MountFlags, MountPropagationFlags, mount_bind, mount_change, mount_remount,
+    };
     use rustix::thread::UnshareFlags;
     let existing: Vec<&std::path::PathBuf> = protected.iter().filter(|p| p.exists()).collect();
     if existing.is_empty() {
@@ -90,10 +92,15 @@ fn protect_with_mounts(protected: &[std::path::PathBuf]) -> Result<(), String> {
     rustix::thread::unshare(UnshareFlags::NEWUSER | UnshareFlags::NEWNS)
         .map_err(|e| format!("unshare: {e}"))?;
     std::fs::write("/proc/self/setgroups", "deny").map_err(|e| format!("setgroups: {e}"))?;
-    std::fs::write("/proc/self/uid_map", format!("{uid} {uid} 1")).map_err(|e| format!("uid_map: {e}"))?;
-    std::fs::write("/proc/self/gid_map", format!("{gid} {gid} 1")).map_err(|e| format!("gid_map: {e}"))?;
-    mount_change("/", MountPropagationFlags::PRIVATE | MountPropagationFlags::REC)
-        .map_err(|e| format!("private mounts: {e}"))?;
+    std::fs::write("/proc/self/uid_map", format!("{uid} {uid} 1"))
+        .map_err(|e| format!("uid_map: {e}"))?;
+    std::fs::write("/proc/self/gid_map", format!("{gid} {gid} 1"))
+        .map_err(|e| format!("gid_map: {e}"))?;
+    mount_change(
+        "/",
+        MountPropagationFlags::PRIVATE | MountPropagationFlags::REC,
+    )
+    .map_err(|e| format!("private mounts: {e}"))?;
     for path in existing {
         mount_bind(path, path).map_err(|e| format!("bind {}: {e}", path.display()))?;
         mount_remount(path, MountFlags::BIND | MountFlags::RDONLY, "")
