@@ -97,6 +97,19 @@ pub fn setup(
     }
 }
 
+/// A background task still runs, or a turn about a finished one is queued or running.
+fn background_pending(opened: &OpenedSession) -> bool {
+    let runtime = opened.agent.handle.runtime();
+    let tasks = &runtime.config.tool_ctx.tasks;
+    let running = tasks.has_pending_notifications()
+        || tasks
+            .list()
+            .iter()
+            .any(|t| !t.foreground && !t.status.is_terminal());
+    let shared = runtime.shared();
+    running || !shared.jobs.is_empty() || shared.turn_cancel.is_some()
+}
+
 /// Feed events to `writer` until the turn ends; returns how it ended.
 pub async fn drive_turn(
     opened: &mut OpenedSession,
@@ -135,6 +148,12 @@ pub async fn drive_turn(
         }
         writer.event(&event)?;
         if let Event::TurnEnded { reason, error, .. } = event {
+            // Background work the turn started is waited for: each task that finishes starts
+            // a turn of its own (the reference's default `steer` print_background_mode), and
+            // the run ends when nothing is left.
+            if reason == TurnEndReason::Completed && background_pending(opened) {
+                continue;
+            }
             return Ok((reason, error));
         }
     }

@@ -393,6 +393,15 @@ impl TaskManager {
             .collect()
     }
 
+    /// Whether a finished background task has not been reported yet.
+    pub fn has_pending_notifications(&self) -> bool {
+        !self
+            .finished
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .is_empty()
+    }
+
     /// Wait until at least one completion notification is pending.
     pub async fn notification_ready(&self) {
         loop {
