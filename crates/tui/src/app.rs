@@ -1,0 +1,646 @@
+//! The UI state and its reducer for protocol events and host updates. No terminal here: the
+//! runtime feeds it, drains [`UiAction`]s, and draws it with `render`. Time is passed in so
+//! tests are deterministic.
+
+use std::collections::VecDeque;
+use std::path::PathBuf;
+use std::time::Instant;
+
+use kimi_protocol::message::{ContentPart, Message, Role};
+use kimi_protocol::ops::{AgentStatus, ApprovalRequest, Event, Op, TurnEndReason, Usage};
+use kimi_protocol::origin::{KnownOrigin, Origin};
+
+use crate::cells::{Cell, CellKind, NoticeLevel, format_tokens};
+use crate::dialogs::{ApprovalDialog, Dialog, Picker, PickerItem, PickerKind, QuestionDialog};
+use crate::editor::Editor;
+use crate::history::History;
+use crate::host::{HostRequest, HostUpdate, SessionInfo, TaskEntry};
+use crate::theme::Theme;
+use crate::tool_card::{ToolCard, ToolStatus};
+
+/// What the app wants done outside itself.
+#[derive(Debug, Clone, PartialEq)]
+pub enum UiAction {
+    Op(Op),
+    Host(HostRequest),
+    /// Ctrl-G: edit this text in the external editor, then call [`App::set_input`].
+    EditExternally(String),
+    Exit,
+}
+
+/// Construction parameters.
+#[derive(Debug, Clone, Default)]
+pub struct AppOptions {
+    pub info: SessionInfo,
+    pub theme: Theme,
+    pub history: Option<(PathBuf, PathBuf)>,
+    pub collapse_pastes: bool,
+    pub status_items: Vec<String>,
+    /// Root for `@` completion; the index is built on first use if the host sent none.
+    pub workdir: Option<PathBuf>,
+}
+
+impl AppOptions {
+    /// Options from `tui.toml`. `no_color` is the host's reading of `NO_COLOR` (passed in so
+    /// tests never touch the process environment); history goes under `data_dir/history/`.
+    pub fn from_config(
+        config: &crate::config::TuiConfig,
+        info: SessionInfo,
+        data_dir: Option<PathBuf>,
+        cwd: PathBuf,
+        no_color: bool,
+    ) -> Self {
+        AppOptions {
+            info,
+            theme: Theme::new(config.theme, no_color),
+            history: data_dir.map(|d| (d, cwd.clone())),
+            collapse_pastes: !config.disable_paste_burst,
+            status_items: config.status_items.clone(),
+            workdir: Some(cwd),
+        }
+    }
+}
+
+pub struct App {
+    pub(crate) cells: Vec<Cell>,
+    /// Cells before this index are in the terminal's scrollback (inline mode).
+    pub(crate) committed: usize,
+    pub(crate) info: SessionInfo,
+    pub(crate) theme: Theme,
+    pub(crate) editor: Editor,
+    pub(crate) history: History,
+    pub(crate) dialog: Option<Dialog>,
+    pub(crate) approvals: VecDeque<ApprovalRequest>,
+    pub(crate) queued: VecDeque<String>,
+    pub(crate) busy: bool,
+    pub(crate) turn_started: Option<Instant>,
+    pub(crate) step: u32,
+    pub(crate) status: AgentStatus,
+    pub(crate) turn_usage: Usage,
+    pub(crate) session_usage: Usage,
+    pub(crate) context_tokens: u64,
+    pub(crate) expanded: bool,
+    pub(crate) shell_mode: bool,
+    pub(crate) now: Instant,
+    pub(crate) exit_armed: Option<Instant>,
+    pub(crate) last_esc: Option<Instant>,
+    pub(crate) completion: Option<crate::input::Completion>,
+    pub(crate) files: Option<Vec<String>>,
+    pub(crate) workdir: Option<PathBuf>,
+    pub(crate) status_items: Vec<String>,
+    pub(crate) scroll: usize,
+    pub(crate) tasks: Vec<TaskEntry>,
+    pub(crate) hint: Option<String>,
+    actions: Vec<UiAction>,
+    pub(crate) should_exit: bool,
+}
+
+impl App {
+    pub fn new(opts: AppOptions, transcript: &[Message], now: Instant) -> Self {
+        let history = match &opts.history {
+            Some((data_dir, cwd)) => History::load(data_dir, cwd),
+            None => History::in_memory(),
+        };
+        let mut app = App {
+            cells: Vec::new(),
+            committed: 0,
+            info: opts.info,
+            theme: opts.theme,
+            editor: Editor::new(opts.collapse_pastes),
+            history,
+            dialog: None,
+            approvals: VecDeque::new(),
+            queued: VecDeque::new(),
+            busy: false,
+            turn_started: None,
+            step: 0,
+            status: AgentStatus::Idle {
+                background_tasks: 0,
+            },
+            turn_usage: Usage::default(),
+            session_usage: Usage::default(),
+            context_tokens: 0,
+            expanded: false,
+            shell_mode: false,
+            now,
+            exit_armed: None,
+            last_esc: None,
+            completion: None,
+            files: None,
+            workdir: opts.workdir,
+            status_items: opts.status_items,
+            scroll: 0,
+            tasks: Vec::new(),
+            hint: None,
+            actions: Vec::new(),
+            should_exit: false,
+        };
+        app.load_transcript(transcript);
+        app
+    }
+
+    /// Takes the actions produced since the last call.
+    pub fn drain_actions(&mut self) -> Vec<UiAction> {
+        std::mem::take(&mut self.actions)
+    }
+
+    pub fn should_exit(&self) -> bool {
+        self.should_exit
+    }
+
+    pub fn is_busy(&self) -> bool {
+        self.busy || self.compacting()
+    }
+
+    /// A compaction is running (it may run outside a turn, e.g. `/compact`).
+    pub(crate) fn compacting(&self) -> bool {
+        self.cells
+            .iter()
+            .skip(self.committed)
+            .any(|c| matches!(c.kind, CellKind::Compacting))
+    }
+
+    /// Replaces the prompt text (after the external editor returns).
+    pub fn set_input(&mut self, text: &str) {
+        self.editor.set_text(text.trim_end_matches('\n'));
+    }
+
+    pub fn input_text(&self) -> &str {
+        self.editor.text()
+    }
+
+    pub(crate) fn emit(&mut self, action: UiAction) {
+        if action == UiAction::Exit {
+            self.should_exit = true;
+        }
+        self.actions.push(action);
+    }
+
+    pub(crate) fn op(&mut self, op: Op) {
+        self.emit(UiAction::Op(op));
+    }
+
+    pub(crate) fn push(&mut self, kind: CellKind) {
+        self.cells.push(Cell::new(kind));
+        self.scroll = 0;
+    }
+
+    pub(crate) fn notice(&mut self, level: NoticeLevel, text: impl Into<String>) {
+        self.push(CellKind::Notice {
+            level,
+            text: text.into(),
+        });
+    }
+
+    /// Advances the clock (spinner, elapsed times, double-press windows).
+    pub fn tick(&mut self, now: Instant) {
+        self.now = now;
+    }
+
+    fn load_transcript(&mut self, messages: &[Message]) {
+        for m in messages {
+            match m.role {
+                Role::User => {
+                    // Only what the user typed; injections and reminders stay hidden.
+                    let typed = match m.origin.as_ref().and_then(Origin::known) {
+                        None | Some(KnownOrigin::User { .. }) => true,
+                        Some(
+                            KnownOrigin::SkillActivation { .. }
+                            | KnownOrigin::PluginCommand { .. }
+                            | KnownOrigin::Injection { .. }
+                            | KnownOrigin::ShellCommand { .. }
+                            | KnownOrigin::CompactionSummary
+                            | KnownOrigin::SystemTrigger { .. }
+                            | KnownOrigin::Task { .. }
+                            | KnownOrigin::CronJob { .. }
+                            | KnownOrigin::CronMissed { .. }
+                            | KnownOrigin::HookResult { .. }
+                            | KnownOrigin::Retry { .. },
+                        ) => false,
+                    };
+                    let text = m.text();
+                    if typed && !text.trim().is_empty() {
+                        self.push(CellKind::User { text, steer: false });
+                    }
+                }
+                Role::Assistant => {
+                    for part in &m.content {
+                        match part {
+                            ContentPart::Think { think, .. } if !think.trim().is_empty() => {
+                                self.push(CellKind::Thinking {
+                                    text: think.clone(),
+                                    streaming: false,
+                                });
+                            }
+                            ContentPart::Text { text } if !text.trim().is_empty() => {
+                                self.push(CellKind::Assistant {
+                                    text: text.clone(),
+                                    streaming: false,
+                                });
+                            }
+                            ContentPart::Think { .. }
+                            | ContentPart::Text { .. }
+                            | ContentPart::Image(_)
+                            | ContentPart::Audio(_)
+                            | ContentPart::Video(_) => {}
+                        }
+                    }
+                    for call in &m.tool_calls {
+                        let mut card = ToolCard::new(
+                            call.id.clone(),
+                            call.name.clone(),
+                            call.arguments.as_deref(),
+                            self.now,
+                        );
+                        card.status = ToolStatus::Interrupted;
+                        card.finished = Some(self.now);
+                        card.resumed = true;
+                        self.push(CellKind::Tool(Box::new(card)));
+                    }
+                }
+                Role::Tool => {
+                    if let Some(id) = &m.tool_call_id {
+                        let output = parts_text(&m.content);
+                        let now = self.now;
+                        if let Some(card) = self.card_mut(id) {
+                            card.finish(output, m.is_error == Some(true), now);
+                        }
+                    }
+                }
+                Role::System => {}
+            }
+        }
+    }
+
+    pub(crate) fn card_mut(&mut self, id: &str) -> Option<&mut ToolCard> {
+        let i = self
+            .cells
+            .iter()
+            .rposition(|c| c.tool().is_some_and(|card| card.id == id))?;
+        self.cells[i].tool_mut()
+    }
+
+    /// Appends to the streaming answer (or thinking block) at the end, creating it if needed.
+    fn stream_into(&mut self, thinking: bool, delta: &str) {
+        let last_matches = self
+            .cells
+            .last()
+            .is_some_and(|c| c.streaming_kind() == Some(thinking));
+        if !last_matches {
+            self.finish_streams();
+            self.push(if thinking {
+                CellKind::Thinking {
+                    text: String::new(),
+                    streaming: true,
+                }
+            } else {
+                CellKind::Assistant {
+                    text: String::new(),
+                    streaming: true,
+                }
+            });
+        }
+        if let Some((text, _)) = self.cells.last_mut().and_then(Cell::stream_mut) {
+            text.push_str(delta);
+        }
+    }
+
+    fn finish_streams(&mut self) {
+        for cell in self.cells.iter_mut().skip(self.committed) {
+            if cell.streaming_kind().is_some()
+                && let Some((_, streaming)) = cell.stream_mut()
+            {
+                *streaming = false;
+            }
+        }
+    }
+
+    /// Applies one protocol event.
+    pub fn handle_event(&mut self, event: Event, now: Instant) {
+        self.now = now;
+        match event {
+            Event::TurnStarted { .. } => {
+                self.busy = true;
+                self.turn_started = Some(now);
+                self.step = 0;
+                self.turn_usage = Usage::default();
+                // A queued prompt becomes the prompt of this turn.
+                if let Some(text) = self.queued.pop_front() {
+                    self.push(CellKind::User { text, steer: false });
+                }
+            }
+            Event::TurnEnded { reason, error, .. } => {
+                self.busy = false;
+                self.finish_streams();
+                for cell in &mut self.cells {
+                    if cell.tool().is_some_and(ToolCard::is_running)
+                        && let Some(card) = cell.tool_mut()
+                    {
+                        card.status = ToolStatus::Interrupted;
+                        card.finished = Some(now);
+                    }
+                }
+                match reason {
+                    TurnEndReason::Completed => {}
+                    TurnEndReason::Cancelled => {
+                        self.notice(
+                            NoticeLevel::Warning,
+                            "Interrupted. Tell the model what to do instead.",
+                        );
+                    }
+                    TurnEndReason::Failed => {
+                        let why = error.unwrap_or_else(|| "unknown error".to_owned());
+                        self.notice(NoticeLevel::Error, format!("The turn failed: {why}"));
+                    }
+                    TurnEndReason::Blocked => {
+                        let why = error.unwrap_or_else(|| "a hook or policy stopped it".to_owned());
+                        self.notice(NoticeLevel::Warning, format!("The turn was blocked: {why}"));
+                    }
+                }
+                self.turn_started = None;
+            }
+            Event::StepStarted { step, .. } => self.step = step,
+            Event::StepCompleted { .. } => self.finish_streams(),
+            Event::StepRetrying {
+                next_attempt,
+                max_attempts,
+                delay_ms,
+                error_message,
+                status_code,
+                ..
+            } => {
+                let code = status_code.map(|c| format!(" ({c})")).unwrap_or_default();
+                self.notice(
+                    NoticeLevel::Warning,
+                    format!(
+                        "The provider failed{code}: {error_message}. Retrying in {:.1}s (attempt {next_attempt}/{max_attempts}).",
+                        delay_ms as f64 / 1000.0
+                    ),
+                );
+            }
+            Event::AssistantDelta { text } => self.stream_into(false, &text),
+            Event::ThinkingDelta { text } => self.stream_into(true, &text),
+            Event::AssistantMessage { message } => {
+                // Without deltas (a non-streaming provider) the message is the only source.
+                let streamed = self
+                    .cells
+                    .iter()
+                    .skip(self.committed)
+                    .any(|c| c.streaming_kind() == Some(false));
+                self.finish_streams();
+                if !streamed {
+                    let text = message.text();
+                    if !text.trim().is_empty() {
+                        self.push(CellKind::Assistant {
+                            text,
+                            streaming: false,
+                        });
+                    }
+                }
+            }
+            Event::ToolStarted { call } => {
+                self.finish_streams();
+                let card = ToolCard::new(call.id, call.name, call.arguments.as_deref(), now);
+                self.push(CellKind::Tool(Box::new(card)));
+            }
+            Event::ToolProgress { tool_call_id, text } => {
+                if let Some(card) = self.card_mut(&tool_call_id) {
+                    card.output.push_str(&text);
+                }
+            }
+            Event::ToolResult {
+                tool_call_id,
+                output,
+                is_error,
+            } => {
+                let text = parts_text(&output);
+                if let Some(card) = self.card_mut(&tool_call_id) {
+                    card.finish(text, is_error, now);
+                }
+            }
+            Event::ApprovalRequested(req) => {
+                if matches!(self.dialog, Some(Dialog::Approval(_))) {
+                    self.approvals.push_back(req);
+                } else {
+                    self.open_approval(req);
+                }
+            }
+            Event::QuestionRequested {
+                request_id,
+                questions,
+            } => {
+                self.dialog = Some(Dialog::Question(QuestionDialog::new(
+                    request_id, &questions,
+                )))
+            }
+            Event::CompactionStarted { .. } => {
+                // Outside a turn (`/compact`) the status line times the compaction itself.
+                self.turn_started.get_or_insert(now);
+                self.push(CellKind::Compacting);
+            }
+            Event::CompactionCompleted {
+                tokens_before,
+                tokens_after,
+            } => {
+                self.end_compaction(
+                    NoticeLevel::Info,
+                    format!(
+                        "Context compacted: {} → {} tokens.",
+                        format_tokens(tokens_before),
+                        format_tokens(tokens_after)
+                    ),
+                );
+                self.context_tokens = tokens_after;
+            }
+            Event::CompactionCancelled { reason } => {
+                self.end_compaction(
+                    NoticeLevel::Warning,
+                    format!("Compaction cancelled: {reason}"),
+                );
+            }
+            Event::PromptQueued { .. } | Event::PromptSteered { .. } => {}
+            Event::ContextUndone { turns } => {
+                let s = if turns == 1 { "" } else { "s" };
+                self.notice(
+                    NoticeLevel::Info,
+                    format!("Undid {turns} prompt{s}; the model no longer sees them."),
+                );
+            }
+            Event::Usage {
+                usage,
+                context_tokens,
+            } => {
+                add_usage(&mut self.turn_usage, &usage);
+                add_usage(&mut self.session_usage, &usage);
+                self.context_tokens = context_tokens;
+            }
+            Event::Status { status } => self.status = status,
+            Event::Warning { message } => self.notice(NoticeLevel::Warning, message),
+            Event::Error { message } => self.notice(NoticeLevel::Error, message),
+        }
+    }
+
+    fn end_compaction(&mut self, level: NoticeLevel, text: String) {
+        if !self.busy {
+            self.turn_started = None;
+        }
+        if let Some(i) = self
+            .cells
+            .iter()
+            .rposition(|c| matches!(c.kind, CellKind::Compacting))
+        {
+            *self.cells[i].kind_mut() = CellKind::Notice { level, text };
+        } else {
+            self.notice(level, text);
+        }
+    }
+
+    pub(crate) fn open_approval(&mut self, request: ApprovalRequest) {
+        self.dialog = Some(Dialog::Approval(ApprovalDialog {
+            request,
+            selected: 0,
+            feedback: None,
+            expanded: false,
+        }));
+    }
+
+    /// Applies one update from the host.
+    pub fn handle_host(&mut self, update: HostUpdate) {
+        match update {
+            HostUpdate::Sessions(list) => {
+                if let Some(Dialog::Picker(p)) = &mut self.dialog
+                    && p.kind == PickerKind::Session
+                {
+                    p.items = list
+                        .into_iter()
+                        .map(|s| PickerItem {
+                            label: if s.title.is_empty() {
+                                s.id.clone()
+                            } else {
+                                s.title
+                            },
+                            detail: format!("{} · {}", s.updated, s.cwd),
+                            value: s.id,
+                            this_dir: s.this_dir,
+                        })
+                        .collect();
+                    p.empty_text = "no sessions (ctrl-a shows all directories)".to_owned();
+                    p.selected = 0;
+                }
+            }
+            HostUpdate::Tasks(tasks) => {
+                if let Some(Dialog::Picker(p)) = &mut self.dialog
+                    && p.kind == PickerKind::Task
+                {
+                    p.items = tasks
+                        .iter()
+                        .map(|t| PickerItem {
+                            label: t.description.clone(),
+                            detail: t.status.clone(),
+                            value: t.id.clone(),
+                            this_dir: true,
+                        })
+                        .collect();
+                    p.empty_text = "no background tasks".to_owned();
+                }
+                self.tasks = tasks;
+            }
+            HostUpdate::SessionSwitched { info, transcript } => {
+                self.info = info;
+                self.cells.clear();
+                self.committed = 0;
+                self.queued.clear();
+                self.busy = false;
+                self.dialog = None;
+                self.load_transcript(&transcript);
+                let id = self.info.session_id.clone();
+                self.notice(NoticeLevel::Info, format!("Session {id}"));
+            }
+            HostUpdate::Info(info) => self.info = info,
+            HostUpdate::Notice(text) => self.notice(NoticeLevel::Info, text),
+            HostUpdate::Error(text) => self.notice(NoticeLevel::Error, text),
+            HostUpdate::ShellOutput {
+                command,
+                output,
+                is_error,
+            } => self.push(CellKind::Shell {
+                command,
+                output,
+                is_error,
+            }),
+            HostUpdate::Files(files) => self.files = Some(files),
+        }
+    }
+
+    /// The user prompts of the transcript, newest first (the undo selector's rows).
+    pub(crate) fn user_prompts(&self) -> Vec<String> {
+        self.cells
+            .iter()
+            .rev()
+            .filter_map(|c| c.user_prompt().map(str::to_owned))
+            .collect()
+    }
+
+    pub(crate) fn open_picker(&mut self, picker: Picker) {
+        self.dialog = Some(Dialog::Picker(picker));
+    }
+
+    /// The transcript as Markdown, for `/export-md`.
+    pub fn transcript_markdown(&self) -> String {
+        let mut out = String::new();
+        for c in &self.cells {
+            match &c.kind {
+                CellKind::User { text, .. } => out.push_str(&format!("## User\n\n{text}\n\n")),
+                CellKind::Assistant { text, .. } => {
+                    out.push_str(&format!("## Assistant\n\n{text}\n\n"));
+                }
+                CellKind::Thinking { text, .. } => {
+                    let quoted: Vec<String> = text.lines().map(|l| format!("> {l}")).collect();
+                    out.push_str(&format!("{}\n\n", quoted.join("\n")));
+                }
+                CellKind::Tool(card) => out.push_str(&format!(
+                    "**Tool** `{}` {}\n\n```\n{}\n```\n\n",
+                    card.name,
+                    card.key_arg,
+                    card.output.trim_end()
+                )),
+                CellKind::Notice { text, .. } => out.push_str(&format!("_{text}_\n\n")),
+                CellKind::Compacting => {}
+                CellKind::Shell {
+                    command, output, ..
+                } => {
+                    out.push_str(&format!("```\n$ {command}\n{}\n```\n\n", output.trim_end()));
+                }
+            }
+        }
+        out
+    }
+
+    pub(crate) fn last_answer(&self) -> Option<String> {
+        self.cells
+            .iter()
+            .rev()
+            .find_map(|c| c.answer().map(str::to_owned))
+    }
+}
+
+fn add_usage(acc: &mut Usage, u: &Usage) {
+    acc.input_other += u.input_other;
+    acc.output += u.output;
+    acc.input_cache_read += u.input_cache_read;
+    acc.input_cache_creation += u.input_cache_creation;
+}
+
+fn parts_text(parts: &[ContentPart]) -> String {
+    parts
+        .iter()
+        .map(|p| match p {
+            ContentPart::Text { text } => text.clone(),
+            ContentPart::Think { .. } => String::new(),
+            ContentPart::Image(_) => "[image]".to_owned(),
+            ContentPart::Audio(_) => "[audio]".to_owned(),
+            ContentPart::Video(_) => "[video]".to_owned(),
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}

@@ -1,0 +1,213 @@
+//! The slash commands of surface.md §1.4 this UI implements: names, aliases, whether they may
+//! run while a turn is busy, and parsing of a typed `/command args` line.
+
+/// When a command may run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Availability {
+    Always,
+    /// Blocked while a turn streams or compaction runs.
+    Idle,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Command {
+    Help,
+    New,
+    Sessions,
+    Model,
+    Yolo,
+    Auto,
+    Permission,
+    Plan,
+    Compact,
+    Undo,
+    Tasks,
+    Title,
+    Usage,
+    Status,
+    ExportMd,
+    Copy,
+    Init,
+    Exit,
+    Version,
+}
+
+pub struct CommandSpec {
+    pub command: Command,
+    pub name: &'static str,
+    pub aliases: &'static [&'static str],
+    pub availability: Availability,
+    pub description: &'static str,
+}
+
+use Availability::{Always, Idle};
+
+pub const COMMANDS: &[CommandSpec] = &[
+    spec(
+        Command::Help,
+        "help",
+        &["h", "?"],
+        Always,
+        "shortcuts and commands",
+    ),
+    spec(
+        Command::New,
+        "new",
+        &["clear"],
+        Idle,
+        "start a new session here",
+    ),
+    spec(
+        Command::Sessions,
+        "sessions",
+        &["resume"],
+        Idle,
+        "pick a session to resume",
+    ),
+    spec(
+        Command::Model,
+        "model",
+        &[],
+        Always,
+        "switch the model of this session",
+    ),
+    spec(
+        Command::Yolo,
+        "yolo",
+        &["yes"],
+        Always,
+        "toggle yolo permission mode [on|off]",
+    ),
+    spec(
+        Command::Auto,
+        "auto",
+        &[],
+        Always,
+        "toggle auto permission mode [on|off]",
+    ),
+    spec(
+        Command::Permission,
+        "permission",
+        &[],
+        Always,
+        "choose manual / yolo / auto",
+    ),
+    spec(
+        Command::Plan,
+        "plan",
+        &[],
+        Always,
+        "toggle plan mode [on|off]",
+    ),
+    spec(
+        Command::Compact,
+        "compact",
+        &[],
+        Idle,
+        "compact the context [instruction]",
+    ),
+    spec(
+        Command::Undo,
+        "undo",
+        &[],
+        Idle,
+        "withdraw recent prompts [count]",
+    ),
+    spec(
+        Command::Tasks,
+        "tasks",
+        &["task"],
+        Always,
+        "background task browser",
+    ),
+    spec(
+        Command::Title,
+        "title",
+        &["rename"],
+        Always,
+        "show or set the title [text]",
+    ),
+    spec(
+        Command::Usage,
+        "usage",
+        &[],
+        Always,
+        "tokens and context window use",
+    ),
+    spec(
+        Command::Status,
+        "status",
+        &[],
+        Always,
+        "version, model, directory, modes",
+    ),
+    spec(
+        Command::ExportMd,
+        "export-md",
+        &["export"],
+        Idle,
+        "transcript as Markdown [path]",
+    ),
+    spec(Command::Copy, "copy", &[], Idle, "copy the last answer"),
+    spec(
+        Command::Init,
+        "init",
+        &[],
+        Idle,
+        "analyse the repo and write AGENTS.md",
+    ),
+    spec(Command::Exit, "exit", &["quit", "q"], Idle, "quit"),
+    spec(Command::Version, "version", &[], Always, "show the version"),
+];
+
+const fn spec(
+    command: Command,
+    name: &'static str,
+    aliases: &'static [&'static str],
+    availability: Availability,
+    description: &'static str,
+) -> CommandSpec {
+    CommandSpec {
+        command,
+        name,
+        aliases,
+        availability,
+        description,
+    }
+}
+
+/// Splits `/name args`; `None` when `name` is no known command (the text then goes to the
+/// model as a plain message).
+pub fn parse(input: &str) -> Option<(&'static CommandSpec, String)> {
+    let rest = input.strip_prefix('/')?;
+    let (name, args) = rest.split_once(char::is_whitespace).unwrap_or((rest, ""));
+    let spec = COMMANDS
+        .iter()
+        .find(|c| c.name == name || c.aliases.contains(&name))?;
+    Some((spec, args.trim().to_owned()))
+}
+
+/// Commands whose name or alias starts with `prefix` (without the slash).
+pub fn complete(prefix: &str) -> Vec<&'static CommandSpec> {
+    COMMANDS
+        .iter()
+        .filter(|c| c.name.starts_with(prefix) || c.aliases.iter().any(|a| a.starts_with(prefix)))
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn aliases_resolve_and_unknown_is_none() {
+        let (spec, args) = parse("/quit").unwrap();
+        assert_eq!(spec.command, Command::Exit);
+        assert!(args.is_empty());
+        let (spec, args) = parse("/compact keep the API notes").unwrap();
+        assert_eq!(spec.command, Command::Compact);
+        assert_eq!(args, "keep the API notes");
+        assert!(parse("/frobnicate now").is_none());
+        assert_eq!(complete("ex").len(), 2);
+    }
+}

@@ -1,0 +1,158 @@
+//! The boundary between the UI and whoever drives it. Protocol `Op`s and `Event`s carry the
+//! agent conversation; `HostRequest` (UI → host) and `HostUpdate` (host → UI) carry what the
+//! engine does not own: sessions, export, clipboard, shell commands, model and task lists.
+
+use kimi_protocol::message::Message;
+use kimi_protocol::ops::{Event, Op, PermissionMode};
+use tokio::sync::mpsc;
+
+/// Things the UI cannot do alone; the host (the binary) performs them and may answer with a
+/// [`HostUpdate`].
+#[derive(Debug, Clone, PartialEq)]
+pub enum HostRequest {
+    /// `/new`: start a fresh session in the same directory; answer with `SessionSwitched`.
+    NewSession,
+    /// `/sessions`: list sessions (`all` = every directory); answer with `Sessions`.
+    ListSessions { all: bool },
+    /// A session was picked; answer with `SessionSwitched`.
+    ResumeSession { id: String },
+    /// `/export-md [path]`: write `markdown` (rendered by the UI from its transcript).
+    ExportMarkdown {
+        path: Option<String>,
+        markdown: String,
+    },
+    /// `/copy`: put `text` on the clipboard (native or OSC 52).
+    CopyToClipboard { text: String },
+    /// `/title [text]`: `None` asks for the current title (answer with `Notice`).
+    SetTitle { title: Option<String> },
+    /// `/init`: run the AGENTS.md-writing prompt.
+    Init,
+    /// `/tasks`: list background tasks; answer with `Tasks`.
+    ListTasks,
+    /// Stop one background task from the task browser.
+    StopTask { id: String },
+    /// `!command` in shell mode: run it and put its output into the context (answer with
+    /// `ShellOutput`). `background` is set by Ctrl-B.
+    Shell { command: String, background: bool },
+}
+
+/// One row of the session picker.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SessionEntry {
+    pub id: String,
+    pub title: String,
+    pub cwd: String,
+    /// Already formatted, e.g. "2h ago".
+    pub updated: String,
+    /// Belongs to the current working directory.
+    pub this_dir: bool,
+}
+
+/// One row of the model picker.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ModelEntry {
+    pub alias: String,
+    pub description: String,
+}
+
+/// One row of the task browser.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TaskEntry {
+    pub id: String,
+    pub description: String,
+    pub status: String,
+    pub output_tail: String,
+}
+
+/// Facts about the session that the protocol does not carry as events.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SessionInfo {
+    pub version: String,
+    pub session_id: String,
+    pub title: String,
+    pub cwd: String,
+    pub model: String,
+    pub models: Vec<ModelEntry>,
+    pub context_window: u64,
+    pub permission_mode: PermissionMode,
+    pub plan_mode: bool,
+}
+
+impl Default for SessionInfo {
+    fn default() -> Self {
+        SessionInfo {
+            version: String::new(),
+            session_id: String::new(),
+            title: String::new(),
+            cwd: String::new(),
+            model: String::new(),
+            models: Vec::new(),
+            context_window: 0,
+            permission_mode: PermissionMode::Manual,
+            plan_mode: false,
+        }
+    }
+}
+
+/// Host → UI.
+#[derive(Debug, Clone, PartialEq)]
+pub enum HostUpdate {
+    Sessions(Vec<SessionEntry>),
+    Tasks(Vec<TaskEntry>),
+    /// A different session is now attached (after `/new` or a resume): replace the transcript.
+    SessionSwitched {
+        info: SessionInfo,
+        transcript: Vec<Message>,
+    },
+    /// New facts (model changed, title set …).
+    Info(SessionInfo),
+    Notice(String),
+    Error(String),
+    ShellOutput {
+        command: String,
+        output: String,
+        is_error: bool,
+    },
+    /// The file index for `@` completion (built off the UI thread).
+    Files(Vec<String>),
+}
+
+/// The UI's ends of the channels to the engine and the host.
+pub struct SessionChannels {
+    pub events: mpsc::Receiver<Event>,
+    pub ops: mpsc::Sender<Op>,
+    pub host_updates: mpsc::Receiver<HostUpdate>,
+    pub host_requests: mpsc::Sender<HostRequest>,
+}
+
+/// The host's ends, returned by [`SessionChannels::pair`].
+pub struct HostChannels {
+    pub events: mpsc::Sender<Event>,
+    pub ops: mpsc::Receiver<Op>,
+    pub host_updates: mpsc::Sender<HostUpdate>,
+    pub host_requests: mpsc::Receiver<HostRequest>,
+}
+
+impl SessionChannels {
+    /// Creates connected UI and host ends with `capacity` slots each.
+    pub fn pair(capacity: usize) -> (SessionChannels, HostChannels) {
+        let (ev_tx, ev_rx) = mpsc::channel(capacity);
+        let (op_tx, op_rx) = mpsc::channel(capacity);
+        let (up_tx, up_rx) = mpsc::channel(capacity);
+        let (rq_tx, rq_rx) = mpsc::channel(capacity);
+        (
+            SessionChannels {
+                events: ev_rx,
+                ops: op_tx,
+                host_updates: up_rx,
+                host_requests: rq_tx,
+            },
+            HostChannels {
+                events: ev_tx,
+                ops: op_rx,
+                host_updates: up_tx,
+                host_requests: rq_rx,
+            },
+        )
+    }
+}

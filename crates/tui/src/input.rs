@@ -1,0 +1,640 @@
+//! Key and paste handling: the prompt editor, completion popups, turn control (submit, queue,
+//! steer, interrupt, exit) and the slash commands.
+
+use std::time::Duration;
+
+use crossterm::event::{KeyCode, KeyEvent, KeyEventKind, KeyModifiers};
+use kimi_protocol::message::ContentPart;
+use kimi_protocol::ops::{Op, PermissionMode};
+
+use crate::app::{App, UiAction};
+use crate::cells::{NoticeLevel, format_tokens};
+use crate::commands::{self, Availability, Command};
+use crate::dialogs::{Dialog, DialogResult, Picker, PickerItem, PickerKind};
+use crate::files::{index_files, match_files};
+use crate::host::HostRequest;
+
+/// Two presses within this window count as a double press.
+const DOUBLE_PRESS: Duration = Duration::from_millis(1500);
+/// Rows in the completion popup.
+pub const COMPLETION_ROWS: usize = 6;
+
+/// An open completion popup.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Completion {
+    /// (text to insert, description)
+    pub items: Vec<(String, String)>,
+    pub selected: usize,
+}
+
+fn text_op(text: String) -> Vec<ContentPart> {
+    vec![ContentPart::text(text)]
+}
+
+impl App {
+    /// Applies one key press at time `now`.
+    pub fn handle_key(&mut self, key: KeyEvent, now: std::time::Instant) {
+        self.now = now;
+        if key.kind == KeyEventKind::Release {
+            return;
+        }
+        let ctrl = key.modifiers.contains(KeyModifiers::CONTROL);
+        if !(ctrl && key.code == KeyCode::Char('c')) {
+            self.exit_armed = None;
+        }
+        self.hint = None;
+        if let Some(dialog) = self.dialog.as_mut() {
+            let result = dialog.handle_key(key);
+            self.dialog_result(result);
+            return;
+        }
+        if self.completion.is_some() && self.completion_key(&key) {
+            return;
+        }
+        match key.code {
+            KeyCode::Char('c') if ctrl => self.ctrl_c(),
+            KeyCode::Char('d') if ctrl => {
+                if self.editor.is_empty() {
+                    self.emit(UiAction::Exit);
+                } else {
+                    self.editor.delete();
+                }
+            }
+            KeyCode::Esc => self.esc(),
+            KeyCode::Enter
+                if key
+                    .modifiers
+                    .intersects(KeyModifiers::SHIFT | KeyModifiers::ALT) =>
+            {
+                self.editor.insert_char('\n');
+            }
+            KeyCode::Char('j') if ctrl => self.editor.insert_char('\n'),
+            KeyCode::Enter => self.submit(),
+            KeyCode::Char('s') if ctrl => self.steer(),
+            KeyCode::Char('o') if ctrl => self.toggle_expanded(),
+            KeyCode::Char('g') if ctrl => {
+                let text = self.editor.text().to_owned();
+                self.emit(UiAction::EditExternally(text));
+            }
+            KeyCode::Char('b') if ctrl && self.shell_mode => {
+                let command = self.editor.expanded_text();
+                if !command.trim().is_empty() {
+                    self.history.push(&format!("!{command}"));
+                    self.editor.clear();
+                    self.emit(UiAction::Host(HostRequest::Shell {
+                        command,
+                        background: true,
+                    }));
+                }
+            }
+            KeyCode::Char('a') if ctrl => self.editor.home(),
+            KeyCode::Char('e') if ctrl => self.editor.end(),
+            KeyCode::Char('u') if ctrl => self.editor.kill_line_start(),
+            KeyCode::Char('k') if ctrl => self.editor.kill_line_end(),
+            KeyCode::Char('w') if ctrl => self.editor.delete_word(),
+            KeyCode::BackTab => {
+                let enabled = !self.info.plan_mode;
+                self.set_plan(enabled);
+            }
+            KeyCode::Char('!') if self.editor.is_empty() && !self.shell_mode => {
+                self.shell_mode = true;
+            }
+            KeyCode::Char(c) if !ctrl => {
+                self.editor.insert_char(c);
+                self.update_completion();
+            }
+            KeyCode::Backspace => {
+                if self.editor.is_empty() && self.shell_mode {
+                    self.shell_mode = false;
+                } else {
+                    self.editor.backspace();
+                    self.update_completion();
+                }
+            }
+            KeyCode::Delete => self.editor.delete(),
+            KeyCode::Left => self.editor.left(),
+            KeyCode::Right => self.editor.right(),
+            KeyCode::Home => self.editor.home(),
+            KeyCode::End => self.editor.end(),
+            KeyCode::Up => {
+                if self.editor.on_first_line() {
+                    let current = self.editor.text().to_owned();
+                    if let Some(prev) = self.history.back(&current).map(str::to_owned) {
+                        self.recall(&prev);
+                    }
+                } else {
+                    self.editor.up();
+                }
+            }
+            KeyCode::Down => {
+                if self.editor.on_last_line() {
+                    if let Some(next) = self.history.forward().map(str::to_owned) {
+                        self.recall(&next);
+                    }
+                } else {
+                    self.editor.down();
+                }
+            }
+            KeyCode::PageUp => self.scroll = self.scroll.saturating_add(10),
+            KeyCode::PageDown => self.scroll = self.scroll.saturating_sub(10),
+            _ => {}
+        }
+    }
+
+    /// Opens the session picker and asks the host for the list (`kimi-rs -S` without an id).
+    pub fn open_session_picker(&mut self) {
+        self.run_command(Command::Sessions, "");
+    }
+
+    /// A bracketed paste.
+    pub fn handle_paste(&mut self, text: &str) {
+        if let Some(Dialog::Picker(p)) = self.dialog.as_mut() {
+            p.query.push_str(text.lines().next().unwrap_or_default());
+            return;
+        }
+        self.editor.paste(text);
+    }
+
+    /// Ctrl-O. In inline mode the newest tool card or thinking block may already be in the
+    /// terminal's scrollback, where it cannot change; it is printed again, expanded.
+    fn toggle_expanded(&mut self) {
+        self.expanded = !self.expanded;
+        if !self.expanded {
+            return;
+        }
+        let newest = self.cells.iter().rposition(|c| {
+            matches!(
+                c.kind,
+                crate::cells::CellKind::Tool(_) | crate::cells::CellKind::Thinking { .. }
+            )
+        });
+        if let Some(i) = newest.filter(|i| *i < self.committed) {
+            let kind = self.cells[i].kind.clone();
+            self.push(kind);
+        }
+    }
+
+    /// Puts a history entry in the editor; shell commands (stored as `!cmd`) reopen shell mode.
+    fn recall(&mut self, entry: &str) {
+        match entry.strip_prefix('!') {
+            Some(command) => {
+                self.shell_mode = true;
+                self.editor.set_text(command);
+            }
+            None => {
+                self.shell_mode = false;
+                self.editor.set_text(entry);
+            }
+        }
+    }
+
+    fn ctrl_c(&mut self) {
+        if self.is_busy() {
+            self.op(Op::Cancel { queued: false });
+        } else if !self.editor.is_empty() || self.shell_mode {
+            self.editor.clear();
+            self.shell_mode = false;
+        } else if self
+            .exit_armed
+            .is_some_and(|t| self.now.saturating_duration_since(t) < DOUBLE_PRESS)
+        {
+            self.emit(UiAction::Exit);
+        } else {
+            self.exit_armed = Some(self.now);
+            self.hint = Some("Press Ctrl-C again to exit".to_owned());
+        }
+    }
+
+    fn esc(&mut self) {
+        if self.is_busy() {
+            self.op(Op::Cancel { queued: false });
+            return;
+        }
+        if self.shell_mode && self.editor.is_empty() {
+            self.shell_mode = false;
+            return;
+        }
+        if !self.editor.is_empty() {
+            return;
+        }
+        if self
+            .last_esc
+            .is_some_and(|t| self.now.saturating_duration_since(t) < DOUBLE_PRESS)
+        {
+            self.last_esc = None;
+            self.open_undo();
+        } else {
+            self.last_esc = Some(self.now);
+        }
+    }
+
+    fn submit(&mut self) {
+        let raw = self.editor.text().to_owned();
+        let text = self.editor.expanded_text();
+        if text.trim().is_empty() {
+            return;
+        }
+        self.editor.clear();
+        self.completion = None;
+        if self.shell_mode {
+            self.history.push(&format!("!{raw}"));
+            self.emit(UiAction::Host(HostRequest::Shell {
+                command: text,
+                background: false,
+            }));
+            return;
+        }
+        self.history.push(&raw);
+        if let Some((spec, args)) = commands::parse(text.trim()) {
+            if self.is_busy() && spec.availability == Availability::Idle {
+                self.notice(
+                    NoticeLevel::Warning,
+                    format!(
+                        "/{} is not available while the agent works; press Esc to interrupt first.",
+                        spec.name
+                    ),
+                );
+                return;
+            }
+            self.run_command(spec.command, &args);
+            return;
+        }
+        if self.busy {
+            // The engine queues it; the pane shows it until its turn starts.
+            self.queued.push_back(text.clone());
+        } else {
+            self.push(crate::cells::CellKind::User {
+                text: text.clone(),
+                steer: false,
+            });
+        }
+        self.op(Op::Submit {
+            input: text_op(text),
+            origin: None,
+        });
+    }
+
+    fn steer(&mut self) {
+        let text = self.editor.expanded_text();
+        if text.trim().is_empty() {
+            return;
+        }
+        self.editor.clear();
+        self.history.push(&text);
+        if !self.busy {
+            // Idle: steering starts a turn, exactly like submitting.
+            self.push(crate::cells::CellKind::User {
+                text: text.clone(),
+                steer: false,
+            });
+            self.op(Op::Steer {
+                input: text_op(text),
+            });
+            return;
+        }
+        self.push(crate::cells::CellKind::User {
+            text: text.clone(),
+            steer: true,
+        });
+        self.op(Op::Steer {
+            input: text_op(text),
+        });
+    }
+
+    fn set_plan(&mut self, enabled: bool) {
+        self.info.plan_mode = enabled;
+        self.op(Op::SetPlanMode { enabled });
+        let word = if enabled { "on" } else { "off" };
+        self.notice(NoticeLevel::Info, format!("Plan mode {word}."));
+    }
+
+    fn set_mode(&mut self, mode: PermissionMode) {
+        self.info.permission_mode = mode;
+        self.op(Op::SetPermissionMode { mode });
+        self.notice(
+            NoticeLevel::Info,
+            format!("Permission mode: {}.", mode_name(mode)),
+        );
+    }
+
+    fn toggle_mode(&mut self, target: PermissionMode, args: &str) {
+        let on = match args {
+            "on" => true,
+            "off" => false,
+            _ => self.info.permission_mode != target,
+        };
+        self.set_mode(if on { target } else { PermissionMode::Manual });
+    }
+
+    fn open_undo(&mut self) {
+        let items: Vec<PickerItem> = self
+            .user_prompts()
+            .into_iter()
+            .enumerate()
+            .map(|(i, text)| PickerItem {
+                label: text.lines().next().unwrap_or_default().to_owned(),
+                detail: if i == 0 {
+                    "latest".to_owned()
+                } else {
+                    format!("{} prompts back", i + 1)
+                },
+                value: (i + 1).to_string(),
+                this_dir: true,
+            })
+            .collect();
+        let mut picker = Picker::new(PickerKind::Undo, "Undo back to before…", items);
+        picker.empty_text = "no prompts to undo".to_owned();
+        self.open_picker(picker);
+    }
+
+    fn run_command(&mut self, command: Command, args: &str) {
+        let arg = (!args.is_empty()).then(|| args.to_owned());
+        match command {
+            Command::Help => self.dialog = Some(Dialog::Help),
+            Command::New => self.emit(UiAction::Host(HostRequest::NewSession)),
+            Command::Sessions => {
+                let mut picker = Picker::new(PickerKind::Session, "Resume a session", Vec::new());
+                picker.empty_text = "loading sessions…".to_owned();
+                self.open_picker(picker);
+                self.emit(UiAction::Host(HostRequest::ListSessions { all: false }));
+            }
+            Command::Model => {
+                let current = self.info.model.clone();
+                let items = self
+                    .info
+                    .models
+                    .iter()
+                    .map(|m| PickerItem {
+                        label: m.alias.clone(),
+                        detail: if m.alias == current {
+                            format!("{} (current)", m.description)
+                        } else {
+                            m.description.clone()
+                        },
+                        value: m.alias.clone(),
+                        this_dir: true,
+                    })
+                    .collect();
+                self.open_picker(Picker::new(PickerKind::Model, "Switch model", items));
+            }
+            Command::Yolo => self.toggle_mode(PermissionMode::Yolo, args),
+            Command::Auto => self.toggle_mode(PermissionMode::Auto, args),
+            Command::Permission => {
+                let items = [
+                    (PermissionMode::Manual, "ask before edits and commands"),
+                    (
+                        PermissionMode::Auto,
+                        "allow safe actions, ask for risky ones",
+                    ),
+                    (PermissionMode::Yolo, "allow everything"),
+                ]
+                .into_iter()
+                .map(|(m, d)| PickerItem {
+                    label: mode_name(m).to_owned(),
+                    detail: d.to_owned(),
+                    value: mode_name(m).to_owned(),
+                    this_dir: true,
+                })
+                .collect();
+                self.open_picker(Picker::new(
+                    PickerKind::Permission,
+                    "Permission mode",
+                    items,
+                ));
+            }
+            Command::Plan => {
+                let enabled = match args {
+                    "on" => true,
+                    "off" => false,
+                    _ => !self.info.plan_mode,
+                };
+                self.set_plan(enabled);
+            }
+            Command::Compact => self.op(Op::Compact { instruction: arg }),
+            Command::Undo => match args.parse::<u32>() {
+                Ok(count) if count > 0 => self.op(Op::Undo { count }),
+                Ok(_) | Err(_) => self.open_undo(),
+            },
+            Command::Tasks => {
+                let items = self
+                    .tasks
+                    .iter()
+                    .map(|t| PickerItem {
+                        label: t.description.clone(),
+                        detail: t.status.clone(),
+                        value: t.id.clone(),
+                        this_dir: true,
+                    })
+                    .collect();
+                let mut picker = Picker::new(PickerKind::Task, "Background tasks", items);
+                picker.empty_text = "loading tasks…".to_owned();
+                self.open_picker(picker);
+                self.emit(UiAction::Host(HostRequest::ListTasks));
+            }
+            Command::Title => self.emit(UiAction::Host(HostRequest::SetTitle { title: arg })),
+            Command::Usage => {
+                let u = self.session_usage;
+                let window = self.info.context_window;
+                let pct = context_percent(self.context_tokens, window)
+                    .map(|p| format!(" ({p}% of {})", format_tokens(window)))
+                    .unwrap_or_default();
+                self.notice(
+                    NoticeLevel::Info,
+                    format!(
+                        "Tokens this session: {} input, {} cached, {} output.\nContext: {}{pct}.",
+                        format_tokens(u.input_other + u.input_cache_creation),
+                        format_tokens(u.input_cache_read),
+                        format_tokens(u.output),
+                        format_tokens(self.context_tokens)
+                    ),
+                );
+            }
+            Command::Status => {
+                let i = &self.info;
+                let plan = if i.plan_mode { "on" } else { "off" };
+                let text = format!(
+                    "kimi-rs {}\nSession: {}\nModel: {}\nDirectory: {}\nPermission mode: {} · plan mode {plan}",
+                    i.version,
+                    i.session_id,
+                    i.model,
+                    i.cwd,
+                    mode_name(i.permission_mode)
+                );
+                self.notice(NoticeLevel::Info, text);
+            }
+            Command::ExportMd => {
+                let markdown = self.transcript_markdown();
+                self.emit(UiAction::Host(HostRequest::ExportMarkdown {
+                    path: arg,
+                    markdown,
+                }));
+            }
+            Command::Copy => match self.last_answer() {
+                Some(text) => self.emit(UiAction::Host(HostRequest::CopyToClipboard { text })),
+                None => self.notice(NoticeLevel::Warning, "There is no answer to copy yet."),
+            },
+            Command::Init => self.emit(UiAction::Host(HostRequest::Init)),
+            Command::Exit => self.emit(UiAction::Exit),
+            Command::Version => {
+                let v = self.info.version.clone();
+                self.notice(NoticeLevel::Info, format!("kimi-rs {v}"));
+            }
+        }
+    }
+
+    fn dialog_result(&mut self, result: DialogResult) {
+        match result {
+            DialogResult::Keep => {}
+            DialogResult::Close => self.dialog = None,
+            DialogResult::Approve {
+                request_id,
+                decision,
+            } => {
+                self.dialog = None;
+                self.op(Op::Approve {
+                    request_id,
+                    decision,
+                });
+                if let Some(next) = self.approvals.pop_front() {
+                    self.open_approval(next);
+                }
+            }
+            DialogResult::Answer {
+                request_id,
+                answers,
+            } => {
+                self.dialog = None;
+                self.op(Op::Answer {
+                    request_id,
+                    answers,
+                });
+            }
+            DialogResult::Picked { kind, value } => {
+                self.dialog = None;
+                match kind {
+                    PickerKind::Session => {
+                        self.emit(UiAction::Host(HostRequest::ResumeSession { id: value }));
+                    }
+                    PickerKind::Model => {
+                        self.info.model.clone_from(&value);
+                        self.op(Op::SetModel { alias: value });
+                    }
+                    PickerKind::Permission => {
+                        let mode = match value.as_str() {
+                            "yolo" => PermissionMode::Yolo,
+                            "auto" => PermissionMode::Auto,
+                            _ => PermissionMode::Manual,
+                        };
+                        self.set_mode(mode);
+                    }
+                    PickerKind::Undo => {
+                        let count = value.parse().unwrap_or(1);
+                        self.op(Op::Undo { count });
+                    }
+                    PickerKind::Task => {
+                        let text = self
+                            .tasks
+                            .iter()
+                            .find(|t| t.id == value)
+                            .map(|t| format!("Task {} ({}):\n{}", t.id, t.status, t.output_tail))
+                            .unwrap_or_else(|| format!("Task {value}: no output yet"));
+                        self.notice(NoticeLevel::Info, text);
+                    }
+                }
+            }
+            DialogResult::ToggleScope { all } => {
+                self.emit(UiAction::Host(HostRequest::ListSessions { all }));
+            }
+            DialogResult::StopTask { id } => {
+                self.emit(UiAction::Host(HostRequest::StopTask { id }));
+            }
+        }
+    }
+
+    /// Reopens, refilters or closes the popup after the text changed.
+    fn update_completion(&mut self) {
+        let text = self.editor.text();
+        let items: Vec<(String, String)> = if let Some(prefix) = text.strip_prefix('/')
+            && !prefix.contains(char::is_whitespace)
+            && !self.shell_mode
+        {
+            commands::complete(prefix)
+                .into_iter()
+                .map(|c| (format!("/{}", c.name), c.description.to_owned()))
+                .collect()
+        } else {
+            let (_, token) = self.editor.current_token();
+            match token.strip_prefix('@') {
+                Some(query) => {
+                    let query = query.to_owned();
+                    if self.files.is_none()
+                        && let Some(root) = &self.workdir
+                    {
+                        self.files = Some(index_files(root));
+                    }
+                    let files = self.files.as_deref().unwrap_or_default();
+                    match_files(files, &query, 50)
+                        .into_iter()
+                        .map(|f| (format!("@{f}"), String::new()))
+                        .collect()
+                }
+                None => Vec::new(),
+            }
+        };
+        self.completion = (!items.is_empty()).then_some(Completion { items, selected: 0 });
+    }
+
+    /// Keys the popup consumes; returns false for keys that go on to the editor.
+    fn completion_key(&mut self, key: &KeyEvent) -> bool {
+        let Some(c) = self.completion.as_mut() else {
+            return false;
+        };
+        match key.code {
+            KeyCode::Up => c.selected = c.selected.saturating_sub(1),
+            KeyCode::Down => c.selected = (c.selected + 1).min(c.items.len().saturating_sub(1)),
+            KeyCode::Esc => self.completion = None,
+            KeyCode::Tab | KeyCode::Enter if key.modifiers.is_empty() => {
+                let Some((text, _)) = c.items.get(c.selected).cloned() else {
+                    self.completion = None;
+                    return true;
+                };
+                let is_command = text.starts_with('/');
+                let is_dir = text.ends_with('/');
+                self.completion = None;
+                if is_command {
+                    // Enter on a complete command runs it; Tab only fills it in.
+                    if key.code == KeyCode::Enter && self.editor.text() == text {
+                        return false;
+                    }
+                    self.editor.set_text(&text);
+                    if key.code == KeyCode::Enter {
+                        return false;
+                    }
+                    self.editor.insert_char(' ');
+                } else {
+                    self.editor.replace_token(&text);
+                    if is_dir {
+                        self.update_completion();
+                    } else {
+                        self.editor.insert_char(' ');
+                    }
+                }
+            }
+            _ => return false,
+        }
+        true
+    }
+}
+
+pub fn mode_name(mode: PermissionMode) -> &'static str {
+    match mode {
+        PermissionMode::Manual => "manual",
+        PermissionMode::Yolo => "yolo",
+        PermissionMode::Auto => "auto",
+    }
+}
+
+/// Context use in percent, when the window is known.
+pub fn context_percent(tokens: u64, window: u64) -> Option<u64> {
+    (window > 0).then(|| (tokens * 100 / window).min(100))
+}

@@ -1,0 +1,51 @@
+//! kimi-tui: the interactive terminal UI, an adapter over the protocol's `Op`/`Event` API.
+//!
+//! Wiring (the binary's side):
+//!
+//! ```text
+//! let (ui, host) = SessionChannels::pair(256);
+//! // engine task: forward session events into host.events, apply host.ops to the session;
+//! // host task: serve host.host_requests (HostRequest), answer through host.host_updates.
+//! let opts = RunOptions {
+//!     app: AppOptions::from_config(&TuiConfig::load(&tui_toml)?, info, Some(data_dir), cwd, no_color),
+//!     transcript: resumed_messages,
+//!     full_screen: env_full_screen,          // KIMI_CODE_TUI_FULL_SCREEN=1
+//!     open_session_picker: dash_s_without_id,
+//!     editor_command: config.editor_command.or(visual).or(editor),
+//! };
+//! kimi_tui::run(opts, ui).await?;   // returns when the user exits or host.events is dropped
+//! // then send Op::Shutdown to the session: the UI does not.
+//! ```
+//!
+//! Everything else is the pure [`App`] state machine, tested by feeding it events and keys
+//! and rendering it into a `TestBackend`.
+
+pub mod app;
+pub mod cells;
+pub mod commands;
+pub mod config;
+pub mod dialogs;
+pub mod editor;
+pub mod error;
+pub mod files;
+pub mod highlight;
+pub mod history;
+pub mod host;
+pub mod input;
+pub mod input_thread;
+pub mod markdown;
+pub mod render;
+pub mod runtime;
+pub mod theme;
+pub mod tool_card;
+pub mod wrap;
+
+pub use app::{App, AppOptions, UiAction};
+pub use config::TuiConfig;
+pub use error::TuiError;
+pub use host::{
+    HostChannels, HostRequest, HostUpdate, ModelEntry, SessionChannels, SessionEntry, SessionInfo,
+    TaskEntry,
+};
+pub use runtime::{RunOptions, run};
+pub use theme::{Theme, ThemeChoice};

@@ -1,0 +1,3 @@
+//! One integration-test binary for the TUI (keeps link time down).
+
+mod suite;

@@ -1,0 +1,294 @@
+//! Dialogs: approval panel, AskUserQuestion, session picker, undo selector, model and
+//! permission pickers, task browser, help, and `@` file completion.
+
+use crossterm::event::KeyCode;
+use insta::assert_snapshot;
+use kimi_protocol::message::Message;
+use kimi_protocol::ops::{ApprovalDecision, ApprovalRequest, Event, Op, PermissionMode};
+use kimi_tui::{HostRequest, HostUpdate, SessionEntry, TaskEntry, UiAction};
+use serde_json::json;
+
+use super::support::Harness;
+
+fn request(id: &str) -> ApprovalRequest {
+    ApprovalRequest {
+        request_id: id.into(),
+        tool_call_id: "c1".into(),
+        tool_name: "Bash".into(),
+        action: "run command".into(),
+        summary: "rm -rf build/ && make".into(),
+        detail: None,
+        diff: None,
+        danger: Some("recursive delete".into()),
+        policy: "manual-mode".into(),
+    }
+}
+
+fn edit_request() -> ApprovalRequest {
+    ApprovalRequest {
+        request_id: "r2".into(),
+        tool_call_id: "c2".into(),
+        tool_name: "Edit".into(),
+        action: "edit file".into(),
+        summary: "src/config.rs".into(),
+        detail: None,
+        diff: Some("--- a/src/config.rs\n+++ b/src/config.rs\n@@ -1,3 +1,3 @@\n use std::path::Path;\n-const LIMIT: usize = 10;\n+const LIMIT: usize = 20;\n".into()),
+        danger: None,
+        policy: "manual-mode".into(),
+    }
+}
+
+#[test]
+fn approval_panel_with_danger_label_and_digit_choice() {
+    let mut h = Harness::new();
+    h.event(Event::ApprovalRequested(request("r1")));
+    assert_snapshot!("approval_danger", h.screen(60, 14));
+    h.key(KeyCode::Char('2'));
+    assert_eq!(
+        h.actions(),
+        vec![UiAction::Op(Op::Approve {
+            request_id: "r1".into(),
+            decision: ApprovalDecision::ApproveForSession
+        })]
+    );
+}
+
+#[test]
+fn approval_panel_shows_the_diff_and_esc_rejects() {
+    let mut h = Harness::new();
+    h.event(Event::ApprovalRequested(edit_request()));
+    h.key(KeyCode::Down);
+    assert_snapshot!("approval_diff", h.screen(60, 16));
+    h.key(KeyCode::Esc);
+    assert_eq!(
+        h.actions(),
+        vec![UiAction::Op(Op::Approve {
+            request_id: "r2".into(),
+            decision: ApprovalDecision::Reject
+        })]
+    );
+}
+
+#[test]
+fn reject_with_feedback_and_queued_approvals() {
+    let mut h = Harness::new();
+    h.event(Event::ApprovalRequested(request("r1")));
+    h.event(Event::ApprovalRequested(edit_request()));
+    h.key(KeyCode::Char('4'));
+    h.type_str("use cargo clean");
+    h.key(KeyCode::Enter);
+    assert_eq!(
+        h.actions(),
+        vec![UiAction::Op(Op::Approve {
+            request_id: "r1".into(),
+            decision: ApprovalDecision::RejectWithFeedback {
+                feedback: "use cargo clean".into()
+            }
+        })]
+    );
+    // The second request is shown next.
+    h.key(KeyCode::Enter);
+    assert_eq!(
+        h.actions(),
+        vec![UiAction::Op(Op::Approve {
+            request_id: "r2".into(),
+            decision: ApprovalDecision::ApproveOnce
+        })]
+    );
+}
+
+#[test]
+fn ask_user_question_dialog_answers() {
+    let mut h = Harness::new();
+    h.event(Event::QuestionRequested {
+        request_id: "q1".into(),
+        questions: json!({"questions": [{"question": "Which database?", "options": [{"label": "SQLite"}, {"label": "Postgres"}]}]}),
+    });
+    assert_snapshot!("question", h.screen(50, 9));
+    h.key(KeyCode::Down);
+    h.key(KeyCode::Enter);
+    assert_eq!(
+        h.actions(),
+        vec![UiAction::Op(Op::Answer {
+            request_id: "q1".into(),
+            answers: json!({"answers": {"Which database?": "Postgres"}})
+        })]
+    );
+}
+
+fn sessions() -> Vec<SessionEntry> {
+    let s = |id: &str, title: &str, this_dir: bool| SessionEntry {
+        id: id.into(),
+        title: title.into(),
+        cwd: if this_dir {
+            "~/proj".into()
+        } else {
+            "~/other".into()
+        },
+        updated: "2h ago".into(),
+        this_dir,
+    };
+    vec![
+        s("s1", "Fix the flaky test", true),
+        s("s2", "Add the TUI", true),
+        s("s3", "Write docs", false),
+    ]
+}
+
+#[test]
+fn session_picker_searches_and_toggles_scope() {
+    let mut h = Harness::new();
+    h.type_str("/sessions");
+    h.key(KeyCode::Esc);
+    h.key(KeyCode::Enter);
+    assert_eq!(
+        h.actions(),
+        vec![UiAction::Host(HostRequest::ListSessions { all: false })]
+    );
+    h.app.handle_host(HostUpdate::Sessions(sessions()));
+    assert_snapshot!("session_picker", h.screen(60, 9));
+    h.ctrl('a');
+    assert_eq!(
+        h.actions(),
+        vec![UiAction::Host(HostRequest::ListSessions { all: true })]
+    );
+    h.type_str("docs");
+    assert_snapshot!("session_picker_search_all", h.screen(60, 9));
+    h.key(KeyCode::Enter);
+    assert_eq!(
+        h.actions(),
+        vec![UiAction::Host(HostRequest::ResumeSession {
+            id: "s3".into()
+        })]
+    );
+}
+
+#[test]
+fn undo_selector_from_esc_esc() {
+    let transcript = vec![
+        Message::user_text("add a test"),
+        Message::assistant(super::support::text("done"), vec![]),
+        Message::user_text("now run it"),
+    ];
+    let mut h = Harness::with_transcript(&transcript);
+    h.key(KeyCode::Esc);
+    h.advance(300);
+    h.key(KeyCode::Esc);
+    assert_snapshot!("undo_selector", h.screen(50, 14));
+    h.key(KeyCode::Down);
+    h.key(KeyCode::Enter);
+    assert_eq!(h.actions(), vec![UiAction::Op(Op::Undo { count: 2 })]);
+}
+
+#[test]
+fn model_and_permission_pickers() {
+    let mut h = Harness::new();
+    h.type_str("/model");
+    h.key(KeyCode::Esc);
+    h.key(KeyCode::Enter);
+    assert_snapshot!("model_picker", h.screen(50, 8));
+    h.type_str("turbo");
+    h.key(KeyCode::Enter);
+    assert_eq!(
+        h.actions(),
+        vec![UiAction::Op(Op::SetModel {
+            alias: "k2-turbo".into()
+        })]
+    );
+    h.type_str("/permission");
+    h.key(KeyCode::Esc);
+    h.key(KeyCode::Enter);
+    h.key(KeyCode::Down);
+    h.key(KeyCode::Enter);
+    assert_eq!(
+        h.actions(),
+        vec![UiAction::Op(Op::SetPermissionMode {
+            mode: PermissionMode::Auto
+        })]
+    );
+    assert!(h.screen(60, 6).contains("auto"));
+}
+
+#[test]
+fn task_browser_lists_host_data_and_stops_tasks() {
+    let mut h = Harness::new();
+    h.type_str("/tasks");
+    h.key(KeyCode::Esc);
+    h.key(KeyCode::Enter);
+    assert_eq!(h.actions(), vec![UiAction::Host(HostRequest::ListTasks)]);
+    h.app.handle_host(HostUpdate::Tasks(vec![TaskEntry {
+        id: "t1".into(),
+        description: "npm run dev".into(),
+        status: "running".into(),
+        output_tail: "listening on :3000".into(),
+    }]));
+    h.ctrl('x');
+    assert_eq!(
+        h.actions(),
+        vec![UiAction::Host(HostRequest::StopTask { id: "t1".into() })]
+    );
+    h.key(KeyCode::Enter);
+    assert!(h.screen(60, 8).contains("listening on :3000"));
+}
+
+#[test]
+fn at_file_completion_is_ignore_aware() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(dir.path().join(".git")).unwrap();
+    std::fs::write(dir.path().join(".git/HEAD"), "ref: x\n").unwrap();
+    std::fs::create_dir_all(dir.path().join("src")).unwrap();
+    std::fs::write(dir.path().join("src/render.rs"), "").unwrap();
+    std::fs::write(dir.path().join("README.md"), "").unwrap();
+    let mut h = Harness::new();
+    h.app
+        .handle_host(HostUpdate::Files(kimi_tui::files::index_files(dir.path())));
+    h.type_str("look at @ren");
+    assert_snapshot!("at_completion", h.screen(50, 6));
+    h.key(KeyCode::Tab);
+    assert_eq!(h.app.input_text(), "look at @src/render.rs ");
+}
+
+#[test]
+fn help_panel_lists_keys_and_commands() {
+    let mut h = Harness::new();
+    h.type_str("/help");
+    h.key(KeyCode::Esc);
+    h.key(KeyCode::Enter);
+    let screen = h.screen(70, 40);
+    assert!(screen.contains("ctrl-s"), "{screen}");
+    assert!(screen.contains("/export-md"), "{screen}");
+    h.key(KeyCode::Char('x'));
+    assert!(!h.screen(70, 40).contains("ctrl-s"));
+}
+
+#[test]
+fn large_paste_collapses_to_a_placeholder_and_is_sent_in_full() {
+    let mut h = Harness::new();
+    let big: String = (0..40).map(|i| format!("log line {i}\n")).collect();
+    h.app.handle_paste(&big);
+    assert!(h.screen(50, 4).contains("[Pasted text #1 +40 lines]"));
+    h.key(KeyCode::Enter);
+    let acts = h.actions();
+    assert!(
+        matches!(&acts[0], UiAction::Op(Op::Submit { input, .. }) if input[0].as_text() == Some(big.as_str())),
+        "{acts:?}"
+    );
+}
+
+#[test]
+fn ctrl_c_closes_a_picker_and_shell_history_reopens_shell_mode() {
+    let mut h = Harness::new();
+    h.type_str("/model");
+    h.key(KeyCode::Esc);
+    h.key(KeyCode::Enter);
+    h.ctrl('c');
+    assert!(h.actions().is_empty());
+    assert!(!h.screen(50, 8).contains("Switch model"));
+    h.type_str("!ls -la");
+    h.key(KeyCode::Enter);
+    h.actions();
+    h.key(KeyCode::Backspace);
+    h.key(KeyCode::Up);
+    assert_eq!(h.app.input_text(), "ls -la");
+    assert!(h.screen(50, 4).contains("! ls -la"));
+}

@@ -1,0 +1,8 @@
+//! Widget tests: construct the `App`, feed protocol events and key presses, render into a
+//! `TestBackend` and snapshot the screen; plus inline-scrollback tests.
+
+mod dialogs;
+mod inline;
+mod pty;
+mod support;
+mod turn;
