@@ -96,11 +96,18 @@ impl Host {
         }
     }
 
-    fn sessions(&self, all: bool) -> Vec<SessionEntry> {
+    /// Sessions to resume, newest first. The open session is left out while it is still
+    /// empty (e.g. the one `-S` without an id starts on): there is nothing in it to resume.
+    fn sessions(&self, all: bool, current: &OpenedSession) -> Vec<SessionEntry> {
         let store = SessionStore::new(Home::new(&self.home));
         let here = kimi_store::workdir_key(&self.cwd);
+        let skip = transcript(current)
+            .is_empty()
+            .then_some(current.session.state.id.as_str());
         let mut entries = store.index().list().unwrap_or_default();
-        entries.retain(|e| !e.archived && (all || e.workdir_key == here));
+        entries.retain(|e| {
+            !e.archived && (all || e.workdir_key == here) && Some(e.id.as_str()) != skip
+        });
         entries.sort_by_key(|e| std::cmp::Reverse(e.updated_at));
         let now = kimi_core::engine::log::now_ms();
         entries
@@ -153,7 +160,13 @@ async fn serve(
         let _ = updates.send(u).await;
     };
     match request {
-        HostRequest::ListSessions { all } => reply(HostUpdate::Sessions(host.sessions(all))).await,
+        HostRequest::ListSessions { all } => {
+            reply(HostUpdate::Sessions(host.sessions(all, opened))).await
+        }
+        HostRequest::ResumeSession { id } if id == opened.session.state.id => {
+            // Opening it again would put a second agent on the same journal.
+            reply(HostUpdate::Notice("already in this session".to_owned())).await;
+        }
         HostRequest::NewSession | HostRequest::ResumeSession { .. } => {
             let resume = match request {
                 HostRequest::ResumeSession { id } => Resume::Id(id),

@@ -97,7 +97,8 @@ pub fn setup(
     }
 }
 
-/// A background task still runs, or a turn about a finished one is queued or running.
+/// A background task still runs, or has finished and not yet been reported, or a turn about
+/// one is queued.
 fn background_pending(opened: &OpenedSession) -> bool {
     let runtime = opened.agent.handle.runtime();
     let tasks = &runtime.config.tool_ctx.tasks;
@@ -106,8 +107,9 @@ fn background_pending(opened: &OpenedSession) -> bool {
             .list()
             .iter()
             .any(|t| !t.foreground && !t.status.is_terminal());
-    let shared = runtime.shared();
-    running || !shared.jobs.is_empty() || shared.turn_cancel.is_some()
+    // The turn whose end we are looking at may still hold `turn_cancel` for a moment; only
+    // queued work counts.
+    running || !runtime.shared().jobs.is_empty()
 }
 
 /// Feed events to `writer` until the turn ends; returns how it ended.

@@ -156,11 +156,37 @@ fn load_hooks(
     (Some(Arc::new(hooks)), warnings)
 }
 
-/// The newest non-archived session whose working directory is `cwd`.
+/// Keeps `state.json` (and the index) current as prompts arrive: the first prompt names an
+/// untitled session, every prompt becomes `lastPrompt` and bumps `updatedAt`.
+struct StoredMeta {
+    store: SessionStore,
+    session: std::sync::Mutex<Session>,
+}
+
+impl crate::engine::runtime::SessionMeta for StoredMeta {
+    fn prompt_started(&self, prompt: &str) {
+        let mut session = self
+            .session
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let line = prompt.lines().find(|l| !l.trim().is_empty()).unwrap_or("").trim();
+        if session.state.title.is_none() && !line.is_empty() {
+            session.state.title = Some(line.chars().take(60).collect());
+            session.state.title_kind = Some("replaceable".to_owned());
+        }
+        session.state.last_prompt = Some(prompt.chars().take(200).collect());
+        if let Err(err) = self.store.update(&mut session) {
+            tracing::warn!("cannot update the session metadata: {err}");
+        }
+    }
+}
+
+/// The newest non-archived session of `cwd` that has had a prompt (sessions opened and left
+/// empty are not worth continuing).
 pub fn latest_session(store: &SessionStore, cwd: &Path) -> Option<(String, String)> {
     let key = kimi_store::workdir_key(cwd);
     let mut entries = store.index().list_for(&key).ok()?;
-    entries.retain(|e| !e.archived);
+    entries.retain(|e| !e.archived && e.title.is_some());
     entries.sort_by_key(|e| e.updated_at);
     entries
         .last()
@@ -264,6 +290,10 @@ pub fn open_session(setup: SessionSetup) -> Result<OpenedSession, SessionError> 
         tool_ctx: Arc::new(ctx),
         permissions,
         hooks: hooks.clone(),
+        session_meta: Some(Arc::new(StoredMeta {
+            store: SessionStore::new(Home::new(&setup.home)),
+            session: std::sync::Mutex::new(session.clone()),
+        })),
     };
     let queued = restored.queued_prompts.clone();
     let bind = restored.system_prompt.is_none();

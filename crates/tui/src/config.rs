@@ -8,8 +8,8 @@ use serde::Deserialize;
 use crate::error::TuiError;
 use crate::theme::ThemeChoice;
 
-/// Parsed `tui.toml`.
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
+/// Parsed `tui.toml`. The default is what an empty file means (also used when there is none).
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TuiConfig {
     pub theme: ThemeChoice,
     /// `[editor] command`: the Ctrl-G editor; empty means `$VISUAL` then `$EDITOR`.
@@ -44,6 +44,12 @@ struct RawStatusLine {
     items: Option<Vec<String>>,
 }
 
+impl Default for TuiConfig {
+    fn default() -> Self {
+        Self::from_raw(RawConfig::default())
+    }
+}
+
 impl TuiConfig {
     /// Reads `path`; a missing file is the default configuration.
     pub fn load(path: &Path) -> Result<Self, TuiError> {
@@ -62,6 +68,10 @@ impl TuiConfig {
 
     pub fn parse(text: &str) -> Result<Self, toml::de::Error> {
         let raw: RawConfig = toml::from_str(text)?;
+        Ok(Self::from_raw(raw))
+    }
+
+    fn from_raw(raw: RawConfig) -> Self {
         // A custom theme name falls back to auto: custom JSON themes are not supported yet.
         let theme = match raw.theme.as_deref() {
             Some("dark") => ThemeChoice::Dark,
@@ -69,7 +79,7 @@ impl TuiConfig {
             _ => ThemeChoice::Auto,
         };
         let command = raw.editor.command.trim().to_owned();
-        Ok(TuiConfig {
+        TuiConfig {
             theme,
             editor_command: (!command.is_empty()).then_some(command),
             disable_paste_burst: raw.disable_paste_burst,
@@ -77,7 +87,7 @@ impl TuiConfig {
                 .status_line
                 .items
                 .unwrap_or_else(|| vec!["mode".into(), "model".into(), "cwd".into()]),
-        })
+        }
     }
 }
 
@@ -99,10 +109,11 @@ mod tests {
     #[test]
     fn missing_file_is_default_and_bad_toml_names_the_file() {
         let dir = tempfile::tempdir().unwrap();
-        assert_eq!(
-            TuiConfig::load(&dir.path().join("tui.toml")).unwrap().theme,
-            ThemeChoice::Auto
-        );
+        let missing = TuiConfig::load(&dir.path().join("tui.toml")).unwrap();
+        assert_eq!(missing.theme, ThemeChoice::Auto);
+        // No file means the same as an empty one: the footer shows mode, model and cwd.
+        assert_eq!(missing, TuiConfig::parse("").unwrap());
+        assert_eq!(missing.status_items, ["mode", "model", "cwd"]);
         let path = dir.path().join("bad.toml");
         std::fs::write(&path, "theme = ").unwrap();
         let err = TuiConfig::load(&path).unwrap_err().to_string();

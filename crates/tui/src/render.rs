@@ -9,7 +9,9 @@ use kimi_protocol::ops::AgentStatus;
 
 use crate::app::App;
 use crate::cells::{RenderCtx, format_elapsed, format_tokens};
+use crate::dialogs::Dialog;
 use crate::input::{COMPLETION_ROWS, context_percent, mode_name};
+use crate::tool_card::ToolCard;
 use crate::wrap::{truncate, wrap_line};
 
 const SPINNER: [&str; 10] = ["⠋", "⠙", "⠹", "⠸", "⠼", "⠴", "⠦", "⠧", "⠇", "⠏"];
@@ -131,13 +133,27 @@ impl App {
     }
 
     fn status_word(&self) -> String {
+        let running_tools = || {
+            self.cells[self.committed..]
+                .iter()
+                .filter(|c| c.tool().is_some_and(ToolCard::is_running))
+                .count()
+        };
+        let tools = |n: usize| match n {
+            0 | 1 => "Running a tool".to_owned(),
+            n => format!("Running {n} tools"),
+        };
         match &self.status {
             AgentStatus::Idle { .. } | AgentStatus::Streaming { .. } => "Working".to_owned(),
+            // The engine does not publish every phase change, so a `Gating` status may be
+            // stale: what the UI itself shows says more once the turn is under way.
+            AgentStatus::Gating if matches!(self.dialog, Some(Dialog::Approval(_))) => {
+                "Waiting for your approval".to_owned()
+            }
+            AgentStatus::Gating if running_tools() > 0 => tools(running_tools()),
+            AgentStatus::Gating if self.step > 0 => "Working".to_owned(),
             AgentStatus::Gating => "Starting".to_owned(),
-            AgentStatus::RunningTools { pending, .. } => match pending.len() {
-                0 | 1 => "Running a tool".to_owned(),
-                n => format!("Running {n} tools"),
-            },
+            AgentStatus::RunningTools { pending, .. } => tools(pending.len()),
             AgentStatus::AwaitingApproval { .. } => "Waiting for your approval".to_owned(),
             AgentStatus::Backoff { attempt, delay_ms } => {
                 format!(

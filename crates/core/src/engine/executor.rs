@@ -188,6 +188,8 @@ async fn prepare_one(
         Ok(Resolution::Run(exec)) => exec,
     };
     let plan = exec.plan().clone();
+    // Announced before any decision, so front ends show the call while its approval is asked.
+    env.host.started(call, &args, Some(&plan));
     let verdict = match env.host.decide(call, &args, &plan) {
         GateDecision::Approve => None,
         GateDecision::Deny(text) => Some(ToolResult::error(text)),
@@ -258,7 +260,10 @@ pub async fn run_batch(
                 outcome.stop_turn |= verdict.stop_turn;
             }
         }
-        env.host.started(call, &args, plan.as_ref());
+        // Calls that reached planning were announced inside `prepare_one`.
+        if plan.is_none() {
+            env.host.started(call, &args, None);
+        }
         prepared.push(Some(prep));
     }
 

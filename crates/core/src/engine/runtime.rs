@@ -29,6 +29,12 @@ pub trait PermissionPolicy: Send + Sync {
     fn remember_session_approval(&self, call: &ToolCall, plan: &ToolPlan) -> Option<String>;
 }
 
+/// Session metadata the engine keeps current (title, last prompt, updated time).
+pub trait SessionMeta: Send + Sync {
+    /// A user prompt is starting a turn.
+    fn prompt_started(&self, prompt: &str);
+}
+
 /// Approve everything (yolo without labels); used until a real chain is configured and by tests.
 #[derive(Debug, Default)]
 pub struct ApproveAll;
@@ -61,6 +67,8 @@ pub struct AgentConfig {
     pub permissions: Arc<dyn PermissionPolicy>,
     /// `[[hooks]]` of config.toml; `None` = no hooks configured.
     pub hooks: Option<Arc<super::hooks::EngineHooks>>,
+    /// Where title / last prompt / updated time are kept; `None` = not tracked.
+    pub session_meta: Option<Arc<dyn SessionMeta>>,
 }
 
 /// A prompt waiting for its turn.

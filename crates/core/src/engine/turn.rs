@@ -62,11 +62,22 @@ fn finish_reason_text(reason: Option<&FinishReason>) -> String {
 }
 
 fn set_phase(rt: &Runtime, phase: TurnPhase) {
-    let mut shared = rt.shared();
-    if let Some(turn) = shared.machine.turn_mut()
-        && let Err(err) = turn.advance(phase)
-    {
-        tracing::warn!("{err}");
+    let changed = {
+        let mut shared = rt.shared();
+        match shared.machine.turn_mut() {
+            Some(turn) => match turn.advance(phase) {
+                Ok(()) => true,
+                Err(err) => {
+                    tracing::warn!("{err}");
+                    false
+                }
+            },
+            None => false,
+        }
+    };
+    // Front ends show where the agent waits (streaming, tools, approval, backoff).
+    if changed {
+        rt.publish_status();
     }
 }
 
@@ -355,6 +366,10 @@ pub async fn run_turn(rt: &Arc<Runtime>, prompt: Pending, cancel: CancellationTo
         records.push(rec::message(note));
     }
     rt.commit(records);
+    if let (Some(meta), true) = (&rt.config.session_meta, prompt.origin.is_user()) {
+        let text: String = prompt.input.iter().filter_map(ContentPart::as_text).collect();
+        meta.prompt_started(&text);
+    }
     rt.emit(Event::TurnStarted { turn_id });
     rt.publish_status();
     if let Some(hooks) = &rt.config.hooks {

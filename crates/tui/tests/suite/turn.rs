@@ -147,6 +147,45 @@ fn status_line_shows_elapsed_step_tokens_and_context() {
 }
 
 #[test]
+fn a_stale_gating_status_is_refined_by_what_the_ui_shows() {
+    // The engine publishes `Gating` when a turn starts and may say nothing more until it ends.
+    let mut h = Harness::new();
+    start_turn(&mut h, "go");
+    h.event(Event::Status {
+        status: AgentStatus::Gating,
+    });
+    h.event(Event::AssistantDelta {
+        text: "Writing it.".into(),
+    });
+    assert!(
+        h.screen(80, 10).contains("Working ("),
+        "{}",
+        h.screen(80, 10)
+    );
+    h.event(Event::ApprovalRequested(
+        kimi_protocol::ops::ApprovalRequest {
+            request_id: "r1".into(),
+            tool_call_id: "c1".into(),
+            tool_name: "Write".into(),
+            action: "write file".into(),
+            summary: "a.txt".into(),
+            detail: None,
+            diff: None,
+            danger: None,
+            policy: "fallback-ask".into(),
+        },
+    ));
+    let screen = h.screen(80, 16);
+    assert!(screen.contains("Waiting for your approval ("), "{screen}");
+    h.key(KeyCode::Char('1'));
+    h.event(Event::ToolStarted {
+        call: tool_call("c1", "Write", r#"{"path":"a.txt","content":"x"}"#),
+    });
+    let screen = h.screen(80, 12);
+    assert!(screen.contains("Running a tool ("), "{screen}");
+}
+
+#[test]
 fn prompts_typed_during_a_turn_are_queued_and_shown() {
     let mut h = Harness::new();
     start_turn(&mut h, "first");
