@@ -1,0 +1,408 @@
+//! The interactive UI end to end: the real `kimi-rs` binary on a pseudo-terminal, typed at like
+//! a user and read back through a vt100 emulator, talking to the loopback scripted model. One
+//! session streams an answer, asks to write a file (manual mode shows the approval panel), writes
+//! it once approved and exits on Ctrl-D with the terminal restored; `kimi-rs -S <id>` then shows
+//! that conversation again (and exits on a double Ctrl-C), and `kimi-rs -S` picks it from the
+//! session picker.
+#![allow(clippy::unwrap_used, clippy::expect_used)] // helpers outside #[test] fns count as tests here
+
+use std::fs::File;
+use std::io::{Read, Write};
+use std::num::NonZeroU16;
+use std::os::unix::process::CommandExt;
+use std::path::Path;
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+use kimi_llm::FinishReason;
+use kimi_llm::scripted::{ScriptEvent, ScriptTurn};
+use kimi_test_support::ScriptServer;
+use rustix::pty::{OpenptFlags, grantpt, openpt, ptsname, unlockpt};
+use rustix::termios::{LocalModes, Winsize, tcgetattr, tcsetwinsize};
+
+const EXEC_ENV: &str = "KIMI_TUI_E2E_EXEC";
+const ROWS: u16 = 30;
+const COLS: u16 = 100;
+/// How long one wait on the screen may take before the test fails with the screen shown.
+const WAIT: Duration = Duration::from_secs(15);
+
+const PROMPT: &str = "please write the notes file";
+const STREAM_FIRST: &str = "Sure, writing notes.txt";
+const STREAM_SECOND: &str = "with one greeting line.";
+const FINAL_ANSWER: &str = "Done: notes.txt now greets you.";
+const CONTENT: &str = "hello from the e2e test\n";
+
+/// The binary on a fresh pseudo-terminal, and the emulator that reads its screen.
+struct Session {
+    child: Child,
+    parser: vt100::Parser,
+    master: File,
+    /// The terminal side, kept to read its modes after the child exits.
+    slave: File,
+    output: mpsc::Receiver<Vec<u8>>,
+}
+
+impl Session {
+    fn spawn(work: &Path, home: &Path, base_url: &str, args: &[&str]) -> Self {
+        let master = openpt(OpenptFlags::RDWR | OpenptFlags::NOCTTY).unwrap();
+        grantpt(&master).unwrap();
+        unlockpt(&master).unwrap();
+        let name = ptsname(&master, Vec::new()).unwrap();
+        let slave = std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .open(name.to_str().unwrap())
+            .unwrap();
+        tcsetwinsize(
+            &master,
+            Winsize {
+                ws_row: ROWS,
+                ws_col: COLS,
+                ws_xpixel: 0,
+                ws_ypixel: 0,
+            },
+        )
+        .unwrap();
+        // The child is this test binary re-run as a trampoline (see `exec_in_new_session`),
+        // which leaves the test's controlling terminal and then becomes `kimi-rs`.
+        let mut cmd = Command::new(std::env::current_exe().unwrap());
+        cmd.args([
+            "exec_in_new_session",
+            "--exact",
+            "--nocapture",
+            "--quiet",
+            "--test-threads=1",
+        ])
+        .env(EXEC_ENV, serde_json::to_string(args).unwrap())
+        .current_dir(work)
+        .env("KIMI_RS_HOME", home)
+        .env("HOME", home)
+        .env("KIMI_MODEL_NAME", "m")
+        .env("KIMI_MODEL_API_KEY", "k")
+        .env("KIMI_MODEL_PROVIDER_TYPE", "openai")
+        .env("KIMI_MODEL_BASE_URL", format!("{base_url}/v1"))
+        .env("TERM", "xterm-256color")
+        .env_remove("NO_COLOR")
+        .env_remove("KIMI_RS_TUI_FULL_SCREEN")
+        .env_remove("KIMI_CODE_TUI_FULL_SCREEN")
+        .stdin(Stdio::from(slave.try_clone().unwrap()))
+        .stdout(Stdio::from(slave.try_clone().unwrap()))
+        .stderr(Stdio::from(slave.try_clone().unwrap()));
+        let child = cmd.spawn().unwrap();
+        let master = File::from(master);
+        let mut reader = master.try_clone().unwrap();
+        let (tx, rx) = mpsc::channel();
+        std::thread::spawn(move || {
+            let mut buf = [0u8; 8192];
+            // Ends with EIO once the child and every other holder of the terminal side are gone.
+            while let Ok(n) = reader.read(&mut buf) {
+                if n == 0 || tx.send(buf[..n].to_vec()).is_err() {
+                    break;
+                }
+            }
+        });
+        Session {
+            child,
+            parser: vt100::Parser::new(
+                NonZeroU16::new(ROWS).unwrap(),
+                NonZeroU16::new(COLS).unwrap(),
+                1000,
+            ),
+            master,
+            slave,
+            output: rx,
+        }
+    }
+
+    /// Everything in scrollback and on screen, oldest first.
+    fn text(&mut self) -> String {
+        let screen = self.parser.screen().clone();
+        let mut depth = 0;
+        loop {
+            self.parser.screen_mut().set_scrollback(depth + 1);
+            if self.parser.screen().scrollback() == depth {
+                break;
+            }
+            depth += 1;
+        }
+        let mut rows = Vec::new();
+        for k in (1..=depth).rev() {
+            self.parser.screen_mut().set_scrollback(k);
+            rows.push(
+                self.parser
+                    .screen()
+                    .rows(0, COLS)
+                    .next()
+                    .unwrap_or_default(),
+            );
+        }
+        self.parser.screen_mut().set_scrollback(0);
+        rows.extend(screen.rows(0, COLS));
+        rows.join("\n")
+    }
+
+    /// Feeds output to the emulator and answers the cursor-position and device-attribute
+    /// queries crossterm and ratatui make.
+    fn feed(&mut self, chunk: &[u8]) {
+        let mut rest = chunk;
+        while let Some(i) = find(rest, b"\x1b[6n") {
+            self.parser.process(&rest[..i]);
+            let (r, c) = self.parser.screen().cursor_position();
+            self.send(format!("\x1b[{};{}R", r + 1, c + 1).as_bytes());
+            rest = &rest[i + 4..];
+        }
+        self.parser.process(rest);
+        if find(chunk, b"\x1b[c").is_some() {
+            // Primary device attributes: no keyboard-enhancement support.
+            self.send(b"\x1b[?1;2c");
+        }
+    }
+
+    /// Pumps output until `done` holds for the screen text; fails with the screen after
+    /// [`WAIT`] or when the child exits first.
+    fn wait_for(&mut self, what: &str, done: impl Fn(&str) -> bool) -> String {
+        let deadline = Instant::now() + WAIT;
+        loop {
+            let text = self.text();
+            if done(&text) {
+                return text;
+            }
+            let left = deadline.saturating_duration_since(Instant::now());
+            match self
+                .output
+                .recv_timeout(left.min(Duration::from_millis(200)))
+            {
+                Ok(chunk) => self.feed(&chunk),
+                Err(mpsc::RecvTimeoutError::Timeout) if !left.is_zero() => {
+                    if let Some(status) = self.child.try_wait().unwrap() {
+                        self.drain();
+                        panic!(
+                            "kimi-rs exited ({status}) while waiting for {what}; screen:\n{}",
+                            self.text()
+                        );
+                    }
+                }
+                Err(_) => panic!("timed out waiting for {what}; screen:\n{}", self.text()),
+            }
+        }
+    }
+
+    fn send(&mut self, bytes: &[u8]) {
+        if let Err(err) = self.master.write_all(bytes) {
+            panic!("cannot write to the pty: {err}");
+        }
+    }
+
+    /// Waits for the child to exit (pumping its output meanwhile) and returns its status and
+    /// the final screen text.
+    fn wait_exit(&mut self, what: &str) -> (ExitStatus, String) {
+        let deadline = Instant::now() + WAIT;
+        let status = loop {
+            if let Some(status) = self.child.try_wait().unwrap() {
+                break status;
+            }
+            if Instant::now() >= deadline {
+                let _ = self.child.kill();
+                panic!("kimi-rs did not exit on {what}; screen:\n{}", self.text());
+            }
+            if let Ok(chunk) = self.output.recv_timeout(Duration::from_millis(50)) {
+                self.feed(&chunk);
+            }
+        };
+        self.drain();
+        (status, self.text())
+    }
+
+    /// Reads what the child wrote before it exited. The reader thread only stops at EIO,
+    /// which needs our own copy of the terminal side closed, so drain until output stops.
+    fn drain(&mut self) {
+        while let Ok(chunk) = self.output.recv_timeout(Duration::from_millis(200)) {
+            self.feed(&chunk);
+        }
+    }
+
+    /// The terminal is back in cooked mode: line editing and echo on.
+    fn assert_restored(&self, text: &str) {
+        let modes = tcgetattr(&self.slave).unwrap().local_modes;
+        assert!(
+            modes.contains(LocalModes::ICANON | LocalModes::ECHO),
+            "raw mode still on after exit: {modes:?}\n{text}"
+        );
+    }
+}
+
+impl Drop for Session {
+    fn drop(&mut self) {
+        if matches!(self.child.try_wait(), Ok(None)) {
+            let _ = self.child.kill();
+            let _ = self.child.wait();
+        }
+    }
+}
+
+/// The trampoline: with [`EXEC_ENV`] set (by [`Session::spawn`]), starts a new session so
+/// the pseudo-terminal on stdin/stdout is the only terminal the UI can find (crossterm asks
+/// `/dev/tty` for the size), then replaces itself with `kimi-rs` and the JSON-listed
+/// arguments. In a normal test run it does nothing.
+#[test]
+fn exec_in_new_session() {
+    let Some(args) = std::env::var_os(EXEC_ENV) else {
+        return;
+    };
+    let args: Vec<String> = serde_json::from_str(args.to_str().unwrap()).unwrap();
+    rustix::process::setsid().unwrap();
+    let err = Command::new(env!("CARGO_BIN_EXE_kimi-rs"))
+        .args(args)
+        .env_remove(EXEC_ENV)
+        .exec();
+    panic!("cannot run kimi-rs: {err}");
+}
+
+fn find(hay: &[u8], needle: &[u8]) -> Option<usize> {
+    hay.windows(needle.len()).position(|w| w == needle)
+}
+
+/// The model's side of the conversation: a streamed answer with a pause in the middle, then a
+/// Write call; after the tool result, a short final answer.
+fn script(target: &str) -> Vec<ScriptTurn> {
+    let args = serde_json::json!({ "path": target, "content": CONTENT }).to_string();
+    let mut first = vec![
+        ScriptEvent::text(format!("{STREAM_FIRST} ")),
+        // Long enough to see the first half on screen before the second arrives.
+        ScriptEvent::Delay { ms: 2500 },
+        ScriptEvent::text(STREAM_SECOND),
+    ];
+    first.extend(ScriptEvent::tool_call(0, "call_1", "Write", &args, 3));
+    first.push(ScriptEvent::usage(10, 5));
+    first.push(ScriptEvent::finish(FinishReason::ToolCalls));
+    vec![ScriptTurn::reply(first), ScriptTurn::text(FINAL_ANSWER)]
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_session_streams_asks_writes_exits_and_resumes_in_a_real_terminal() {
+    let work = tempfile::tempdir().unwrap();
+    let home = tempfile::tempdir().unwrap();
+    let target = work.path().join("notes.txt");
+    let server = ScriptServer::start(script("notes.txt")).await.unwrap();
+    let base_url = server.base_url();
+    let (work_path, home_path) = (work.path().to_owned(), home.path().to_owned());
+    // The terminal is driven with blocking reads; the scripted server keeps running on the
+    // runtime's workers meanwhile.
+    let first = tokio::task::spawn_blocking(move || {
+        let mut s = Session::spawn(&work_path, &home_path, &base_url, &[]);
+        // Without a tui.toml the footer shows the permission mode and the model.
+        s.wait_for("the prompt and footer", |t| {
+            t.contains("ask anything") && t.contains("manual · m · ")
+        });
+        s.send(format!("{PROMPT}\r").as_bytes());
+
+        // The answer streams: its first half shows while the second is still on its way.
+        s.wait_for("the first half of the streamed answer", |t| {
+            t.contains(STREAM_FIRST) && !t.contains(STREAM_SECOND)
+        });
+        let panel = s.wait_for("the approval panel", |t| {
+            t.contains("Allow Write") && t.contains("1. Approve once")
+        });
+        assert!(panel.contains(&format!("› {PROMPT}")), "{panel}");
+        assert!(panel.contains("Waiting for your approval ("), "{panel}");
+        assert!(
+            panel.contains(&format!("{STREAM_FIRST} {STREAM_SECOND}")),
+            "{panel}"
+        );
+        assert!(panel.contains("/notes.txt"), "{panel}");
+        assert!(panel.contains("+hello from the e2e test"), "diff: {panel}");
+        assert!(!target.exists(), "written before approval");
+
+        s.send(b"1");
+        // The engine starts the tool once approved: its card finishes, then the answer ends.
+        let done = s.wait_for("the tool card and the final answer", |t| {
+            t.contains("✓ Write notes.txt")
+                && t.contains(FINAL_ANSWER)
+                && t.contains("ask anything")
+        });
+        assert!(!done.contains("Allow Write"), "the panel closed: {done}");
+        assert_eq!(std::fs::read_to_string(&target).unwrap(), CONTENT);
+
+        // Ctrl-D on an empty prompt exits.
+        s.send(b"\x04");
+        let (status, text) = s.wait_exit("Ctrl-D");
+        assert!(status.success(), "kimi-rs failed: {status}\n{text}");
+        s.assert_restored(&text);
+        // The conversation stays in the terminal, in order.
+        let prompt = text.find(&format!("› {PROMPT}")).expect(&text);
+        let answer = text.find(STREAM_SECOND).expect(&text);
+        let card = text.find("✓ Write notes.txt").expect(&text);
+        let last = text.find(FINAL_ANSWER).expect(&text);
+        assert!(prompt < answer && answer < card && card < last, "{text}");
+        text
+    })
+    .await
+    .unwrap();
+
+    // The session is in the index, and the exit hint names it.
+    let store = kimi_store::SessionStore::new(kimi_store::Home::new(home.path()));
+    let sessions = store.index().list().unwrap();
+    assert_eq!(sessions.len(), 1, "{sessions:?}");
+    let id = sessions[0].id.clone();
+    let flat: String = first.split_whitespace().collect();
+    assert!(
+        flat.contains("Toresumethissession:") && flat.contains(&format!("kimi-rs-r{id}")),
+        "no resume hint for {id}:\n{first}"
+    );
+    assert_eq!(server.remaining_turns(), 0);
+    assert!(server.pairing_violations().is_empty());
+
+    let base_url = server.base_url();
+    let (work_path, home_path) = (work.path().to_owned(), home.path().to_owned());
+    let resumed = id.clone();
+    tokio::task::spawn_blocking(move || {
+        let mut s = Session::spawn(&work_path, &home_path, &base_url, &["-S", &resumed]);
+        let text = s.wait_for("the resumed transcript", |t| {
+            t.contains(PROMPT) && t.contains(FINAL_ANSWER) && t.contains("ask anything")
+        });
+        assert!(text.contains(STREAM_FIRST), "{text}");
+        assert!(text.contains("Write"), "{text}");
+        // Double Ctrl-C exits too.
+        s.send(b"\x03");
+        s.wait_for("the exit hint", |t| t.contains("Ctrl-C again"));
+        s.send(b"\x03");
+        let (status, text) = s.wait_exit("double Ctrl-C");
+        assert!(status.success(), "kimi-rs -S failed: {status}\n{text}");
+        s.assert_restored(&text);
+        let flat: String = text.split_whitespace().collect();
+        assert!(flat.contains(&format!("kimi-rs-r{resumed}")), "{text}");
+    })
+    .await
+    .unwrap();
+
+    // `-S` without an id opens the picker on a fresh session; only the earlier one is listed.
+    let base_url = server.base_url();
+    let (work_path, home_path) = (work.path().to_owned(), home.path().to_owned());
+    let resumed = id.clone();
+    tokio::task::spawn_blocking(move || {
+        let mut s = Session::spawn(&work_path, &home_path, &base_url, &["-S"]);
+        // The session is named after its first prompt; the empty session `-S` just opened
+        // is not offered.
+        let picker = s.wait_for("the session picker", |t| {
+            t.contains("Resume a session") && t.contains(&format!("› {PROMPT}"))
+        });
+        assert_eq!(picker.matches(PROMPT).count(), 1, "{picker}");
+        assert!(!picker.contains("(untitled)"), "{picker}");
+        s.send(b"\r");
+        let text = s.wait_for("the picked session's transcript", |t| {
+            t.contains(PROMPT) && t.contains(FINAL_ANSWER) && t.contains("ask anything")
+        });
+        assert!(text.contains(STREAM_FIRST), "{text}");
+        s.send(b"\x04");
+        let (status, text) = s.wait_exit("Ctrl-D");
+        assert!(status.success(), "kimi-rs -S failed: {status}\n{text}");
+        s.assert_restored(&text);
+        let flat: String = text.split_whitespace().collect();
+        assert!(flat.contains(&format!("kimi-rs-r{resumed}")), "{text}");
+    })
+    .await
+    .unwrap();
+    // Resuming asked the model nothing.
+    assert_eq!(server.requests().len(), 2);
+}
