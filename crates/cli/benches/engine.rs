@@ -1,0 +1,447 @@
+//! Engine benchmark (issue 5): a scripted 40-step task whose tool outputs are ~4 KB each, run
+//! in process through `open_session` against the loopback `ScriptServer` (real HTTP), and the
+//! same task through the real `kimi-rs -p` binary. Prints wall time, per-step harness overhead
+//! (end of one model response → the next request leaving the engine), how it moves from steps
+//! 1–10 to 31–40, peak RSS, the time to resume a 10,000-record journal, and `kimi-rs --version`.
+//!
+//! Run: `cargo bench -p kimi-cli --bench engine`
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use futures::StreamExt;
+use kimi_cli::run::ModelChoice;
+use kimi_core::engine::log::AgentLog;
+use kimi_core::engine::records as rec;
+use kimi_core::session::{Resume, SessionSetup, open_session};
+use kimi_llm::scripted::ScriptTurn;
+use kimi_llm::{ChatRequest, DeltaStream, LlmError, ModelParams, Provider, ProviderType};
+use kimi_protocol::loop_event::ToolOutput;
+use kimi_protocol::ops::{Event, Op, TurnEndReason};
+use kimi_protocol::{ContentPart, Message, Origin, Role, ToolCall};
+use kimi_store::{FsyncPolicy, JournalOptions, MAIN_AGENT};
+use kimi_test_support::ScriptServer;
+
+const BIN: &str = env!("CARGO_BIN_EXE_kimi-rs");
+const STEPS: usize = 40;
+const RECORDS: usize = 10_000;
+
+/// Timestamps of each `stream()` call and of the end of each response stream.
+#[derive(Default)]
+struct Marks {
+    starts: Vec<Instant>,
+    ends: Vec<Instant>,
+}
+
+struct TimedProvider {
+    inner: Arc<dyn Provider>,
+    marks: Arc<Mutex<Marks>>,
+}
+
+#[async_trait::async_trait]
+impl Provider for TimedProvider {
+    fn name(&self) -> &str {
+        self.inner.name()
+    }
+    fn model(&self) -> &str {
+        self.inner.model()
+    }
+    async fn stream(&self, request: ChatRequest) -> Result<DeltaStream, LlmError> {
+        self.marks.lock().unwrap().starts.push(Instant::now());
+        let inner = self.inner.stream(request).await?;
+        let marks = Arc::clone(&self.marks);
+        let timed = futures::stream::unfold(Some((inner, marks)), |state| async move {
+            let (mut inner, marks) = state?;
+            match inner.next().await {
+                Some(item) => Some((item, Some((inner, marks)))),
+                None => {
+                    marks.lock().unwrap().ends.push(Instant::now());
+                    None
+                }
+            }
+        });
+        Ok(Box::pin(timed))
+    }
+}
+
+fn script() -> Vec<ScriptTurn> {
+    let mut turns: Vec<ScriptTurn> = (0..STEPS)
+        .map(|i| {
+            let args = format!(r#"{{"path":"src/file_{i:02}.txt"}}"#);
+            ScriptTurn::tool_calls(&[(&format!("call_{i:02}"), "Read", &args)])
+        })
+        .collect();
+    turns.push(ScriptTurn::text("Read all forty files."));
+    turns
+}
+
+/// 40 files of ~4 KB (Read numbers the lines, so the output is a little larger).
+fn write_project(dir: &Path) {
+    std::fs::create_dir_all(dir.join("src")).unwrap();
+    for i in 0..STEPS {
+        let body: String = (0..64)
+            .map(|line| format!("{i:02}:{line:02} the quick brown fox jumps over the lazy dog\n"))
+            .collect();
+        std::fs::write(dir.join(format!("src/file_{i:02}.txt")), body).unwrap();
+    }
+}
+
+/// Print mode's session setup (fsync every batch, approve-all permissions).
+fn session_setup(
+    home: std::path::PathBuf,
+    cwd: std::path::PathBuf,
+    resume: Resume,
+    model: ModelChoice,
+) -> SessionSetup {
+    kimi_cli::run::setup(home, cwd, resume, model, Vec::new(), None)
+}
+
+fn ms(d: Duration) -> f64 {
+    d.as_secs_f64() * 1000.0
+}
+
+fn stats(values: &[f64]) -> String {
+    if values.is_empty() {
+        return "n/a".to_owned();
+    }
+    let mut sorted = values.to_vec();
+    sorted.sort_by(f64::total_cmp);
+    let mean = sorted.iter().sum::<f64>() / sorted.len() as f64;
+    format!(
+        "mean {mean:.2} ms, median {:.2} ms, min {:.2} ms, max {:.2} ms",
+        sorted[sorted.len() / 2],
+        sorted[0],
+        sorted[sorted.len() - 1]
+    )
+}
+
+fn vm_hwm_kb() -> Option<u64> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    status
+        .lines()
+        .find(|l| l.starts_with("VmHWM:"))?
+        .split_whitespace()
+        .nth(1)?
+        .parse()
+        .ok()
+}
+
+async fn in_process(rt_note: &str) {
+    let home = tempfile::tempdir().unwrap();
+    let work = tempfile::tempdir().unwrap();
+    let cwd = std::fs::canonicalize(work.path()).unwrap();
+    write_project(&cwd);
+    let server = ScriptServer::start(script()).await.unwrap();
+    let model = server.model(ProviderType::OpenAi, "scripted-model");
+    let marks = Arc::new(Mutex::new(Marks::default()));
+    let provider: Arc<dyn Provider> = Arc::new(TimedProvider {
+        inner: kimi_llm::build_provider(&model).unwrap(),
+        marks: Arc::clone(&marks),
+    });
+    let choice = ModelChoice {
+        provider,
+        params: ModelParams::default(),
+        max_context_tokens: model.max_context_size,
+    };
+
+    let started = Instant::now();
+    let mut opened = open_session(session_setup(
+        home.path().to_owned(),
+        cwd.clone(),
+        Resume::New,
+        choice,
+    ))
+    .unwrap();
+    let opened_at = Instant::now();
+    opened.agent.handle.send(Op::Submit {
+        input: vec![ContentPart::text(
+            "Read every file under src/, one per step.",
+        )],
+        origin: None,
+    });
+    let mut steps = 0;
+    loop {
+        let event = tokio::time::timeout(Duration::from_secs(60), opened.agent.events.recv())
+            .await
+            .expect("the turn stalled")
+            .expect("the agent stopped");
+        match event {
+            Event::StepStarted { step, .. } => steps = step,
+            Event::TurnEnded { reason, error, .. } => {
+                assert_eq!(reason, TurnEndReason::Completed, "{error:?}");
+                break;
+            }
+            _ => {}
+        }
+    }
+    let wall = started.elapsed();
+    opened.agent.handle.send(Op::Shutdown);
+    let _ = opened.agent.join.await;
+    let hwm = vm_hwm_kb();
+
+    let marks = marks.lock().unwrap();
+    let first_request = marks.starts[0] - started;
+    // gap i = request i+1 leaves the engine − response i ended (i = 1..=40)
+    let gaps: Vec<f64> = marks
+        .ends
+        .iter()
+        .zip(marks.starts.iter().skip(1))
+        .map(|(end, next)| ms(*next - *end))
+        .collect();
+    let requests = server.requests();
+    let last_body = requests.last().map_or(0, |r| r.raw_body.len());
+    println!(
+        "== in-process: {STEPS}-step scripted task, ~4 KB Read output per step, OpenAI wire format over loopback HTTP ({rt_note})"
+    );
+    println!(
+        "  steps run                          {steps} ({} requests)",
+        requests.len()
+    );
+    println!("  wall time (open_session → turn end) {:.1} ms", ms(wall));
+    println!(
+        "  open_session                        {:.2} ms",
+        ms(opened_at - started)
+    );
+    println!(
+        "  first model request after start     {:.2} ms",
+        ms(first_request)
+    );
+    println!("  per-step harness overhead, all      {}", stats(&gaps));
+    println!(
+        "  per-step overhead, steps 1-10       {}",
+        stats(&gaps[..10])
+    );
+    println!(
+        "  per-step overhead, steps 31-40      {}",
+        stats(&gaps[30..40])
+    );
+    println!("  overhead after step 40              {:.2} ms", gaps[39]);
+    println!(
+        "  last request body                   {:.1} KB",
+        last_body as f64 / 1024.0
+    );
+    match hwm {
+        Some(kb) => println!(
+            "  peak RSS (VmHWM, bench process incl. the in-process server) {:.1} MB",
+            kb as f64 / 1024.0
+        ),
+        None => println!("  peak RSS                            n/a (no /proc/self/status)"),
+    }
+}
+
+/// The same task through the real binary; wall time and (via /usr/bin/time) its peak RSS.
+async fn binary_run() {
+    let home = tempfile::tempdir().unwrap();
+    let work = tempfile::tempdir().unwrap();
+    let cwd = std::fs::canonicalize(work.path()).unwrap();
+    write_project(&cwd);
+    let server = ScriptServer::start(script()).await.unwrap();
+    let model = server.model(ProviderType::OpenAi, "scripted-model");
+    let gnu_time = Path::new("/usr/bin/time").exists();
+    let mut cmd = if gnu_time {
+        let mut c = Command::new("/usr/bin/time");
+        c.args(["-f", "MAXRSS_KB=%M", BIN]);
+        c
+    } else {
+        Command::new(BIN)
+    };
+    cmd.args(["-p", "Read every file under src/, one per step."])
+        .current_dir(&cwd)
+        .env("KIMI_RS_HOME", home.path())
+        .env("HOME", home.path())
+        .env("KIMI_MODEL_NAME", "scripted-model")
+        .env("KIMI_MODEL_API_KEY", "sk-bench")
+        .env("KIMI_MODEL_PROVIDER_TYPE", "openai")
+        .env("KIMI_MODEL_BASE_URL", &model.base_url)
+        .env("NO_PROXY", "127.0.0.1,localhost")
+        .stdin(Stdio::null());
+    let started = Instant::now();
+    let out = tokio::task::spawn_blocking(move || cmd.output().unwrap())
+        .await
+        .unwrap();
+    let wall = started.elapsed();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "kimi-rs -p failed: {stderr}");
+    println!("== real binary: `kimi-rs -p` on the same {STEPS}-step script");
+    println!(
+        "  wall time (spawn → exit)            {:.1} ms ({} requests)",
+        ms(wall),
+        server.requests().len()
+    );
+    match stderr
+        .lines()
+        .find_map(|l| l.strip_prefix("MAXRSS_KB="))
+        .and_then(|v| v.trim().parse::<u64>().ok())
+    {
+        Some(kb) => println!(
+            "  peak RSS of kimi-rs (/usr/bin/time) {:.1} MB",
+            kb as f64 / 1024.0
+        ),
+        None => println!("  peak RSS of kimi-rs                 n/a (/usr/bin/time missing)"),
+    }
+}
+
+/// A session whose journal holds ~10,000 records: created through `open_session`, filled with
+/// realistic turns (a prompt, ten Read steps of ~1 KB, an answer), then resumed.
+async fn resume_bench() {
+    let home = tempfile::tempdir().unwrap();
+    let work = tempfile::tempdir().unwrap();
+    let cwd = std::fs::canonicalize(work.path()).unwrap();
+    let server = ScriptServer::start(Vec::new()).await.unwrap();
+    let model = server.model(ProviderType::OpenAi, "scripted-model");
+    let choice = || ModelChoice {
+        provider: kimi_llm::build_provider(&model).unwrap(),
+        params: ModelParams::default(),
+        max_context_tokens: model.max_context_size,
+    };
+    let opened = open_session(session_setup(
+        home.path().to_owned(),
+        cwd.clone(),
+        Resume::New,
+        choice(),
+    ))
+    .unwrap();
+    let session_id = opened.session.state.id.clone();
+    let journal = opened
+        .agent
+        .handle
+        .runtime()
+        .log()
+        .journal_path()
+        .to_owned();
+    opened.agent.handle.send(Op::Shutdown);
+    let join = opened.agent.join;
+    let _ = join.await;
+    drop(opened.agent.handle);
+    drop(opened.agent.events);
+
+    let output: String = (0..16)
+        .map(|l| format!("{l:04}\tsome file contents that a Read returned, about sixty bytes\n"))
+        .collect();
+    {
+        let options = JournalOptions {
+            fsync: FsyncPolicy::Never,
+        };
+        let (mut log, _) = AgentLog::open(&journal, MAIN_AGENT, options).unwrap();
+        let mut written = 0usize;
+        let mut turn: u64 = 0;
+        while written < RECORDS {
+            let prompt_id = format!("msg_{turn}");
+            let input = vec![ContentPart::text(format!("prompt number {turn}"))];
+            let mut user = Message::new(Role::User, input.clone());
+            user.origin = Some(Origin::user());
+            user.id = Some(prompt_id.clone());
+            let mut batch = vec![
+                rec::turn_prompt(&input, &Origin::user(), &prompt_id, turn),
+                rec::message(user),
+            ];
+            for step in 1..=10u32 {
+                let uuid = format!("step_{turn}_{step}");
+                let id = format!("call_{turn}_{step}");
+                let call = ToolCall::new(&id, "Read", Some(r#"{"path":"a.txt"}"#.to_owned()));
+                let args = serde_json::json!({"path": "a.txt"});
+                batch.push(rec::step_begin(&uuid, turn, step));
+                batch.push(rec::tool_call(&uuid, turn, step, &call, &args));
+                batch.push(rec::tool_result(
+                    &id,
+                    ToolOutput::Text(output.clone()),
+                    false,
+                    None,
+                ));
+                batch.push(rec::step_end(&uuid, "tool_use", None));
+            }
+            let uuid = format!("step_{turn}_final");
+            batch.push(rec::step_begin(&uuid, turn, 11));
+            batch.push(rec::content_part(
+                &uuid,
+                turn,
+                11,
+                ContentPart::text(format!("answer {turn}")),
+            ));
+            batch.push(rec::step_end(&uuid, "end_turn", None));
+            batch.push(rec::turn_ended(turn, "completed", None, 10));
+            batch.push(rec::prompt("completed", &prompt_id, Some("completed")));
+            written += batch.len();
+            log.commit(batch).unwrap();
+            turn += 1;
+        }
+    }
+    let lines = std::fs::read_to_string(&journal).unwrap().lines().count();
+    let bytes = std::fs::metadata(&journal).unwrap().len();
+
+    let mut open_times = Vec::new();
+    let mut messages = 0;
+    for _ in 0..5 {
+        let t = Instant::now();
+        let (log, _) = AgentLog::open(&journal, MAIN_AGENT, JournalOptions::default()).unwrap();
+        open_times.push(ms(t.elapsed()));
+        messages = log.history().len();
+    }
+    let mut session_times = Vec::new();
+    for _ in 0..5 {
+        let t = Instant::now();
+        let opened = open_session(session_setup(
+            home.path().to_owned(),
+            cwd.clone(),
+            Resume::Id(session_id.clone()),
+            choice(),
+        ))
+        .unwrap();
+        session_times.push(ms(t.elapsed()));
+        opened.agent.handle.send(Op::Shutdown);
+        let _ = opened.agent.join.await;
+    }
+    println!(
+        "== resume: journal of {lines} lines ({:.1} MB), history of {messages} messages",
+        bytes as f64 / 1_048_576.0
+    );
+    println!(
+        "  AgentLog::open (replay)             {}",
+        stats(&open_times)
+    );
+    println!(
+        "  open_session(Resume::Id) total      {}",
+        stats(&session_times)
+    );
+}
+
+fn version_bench() {
+    let mut times = Vec::new();
+    for _ in 0..20 {
+        let t = Instant::now();
+        let out = Command::new(BIN)
+            .arg("--version")
+            .stdin(Stdio::null())
+            .output()
+            .unwrap();
+        times.push(ms(t.elapsed()));
+        assert!(out.status.success());
+    }
+    println!("== `kimi-rs --version`, 20 spawns");
+    println!("  {}", stats(&times));
+}
+
+fn main() {
+    // `cargo bench` passes `--bench`; `cargo test --benches` runs the target too: keep that quick.
+    if std::env::args().any(|a| a == "--list") {
+        return;
+    }
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    println!(
+        "kimi-rs engine benchmark ({} cores visible)",
+        std::thread::available_parallelism().map_or(0, usize::from)
+    );
+    rt.block_on(in_process(
+        "engine, server and bench share one 2-thread tokio runtime",
+    ));
+    rt.block_on(binary_run());
+    rt.block_on(resume_bench());
+    version_bench();
+}
