@@ -380,6 +380,22 @@ async fn resume_bench() {
         open_times.push(ms(t.elapsed()));
         messages = log.history().len();
     }
+    // Where the replay time goes: reading and parsing the file vs. folding it into history.
+    let mut read_times = Vec::new();
+    let mut fold_times = Vec::new();
+    for _ in 0..5 {
+        let t = Instant::now();
+        let (journal_file, read) =
+            kimi_store::Journal::open(&journal, JournalOptions::default()).unwrap();
+        read_times.push(ms(t.elapsed()));
+        let t = Instant::now();
+        let input = kimi_store::replay_input(&read.entries, MAIN_AGENT).unwrap();
+        let mut history =
+            kimi_context::history::History::new(kimi_context::history::HistoryConfig::default());
+        history.replay(input.undoable.iter().map(|r| r.record.clone()), MAIN_AGENT);
+        fold_times.push(ms(t.elapsed()));
+        drop(journal_file);
+    }
     let mut session_times = Vec::new();
     for _ in 0..5 {
         let t = Instant::now();
@@ -401,6 +417,14 @@ async fn resume_bench() {
     println!(
         "  AgentLog::open (replay)             {}",
         stats(&open_times)
+    );
+    println!(
+        "  of which Journal::open (read+parse) {}",
+        stats(&read_times)
+    );
+    println!(
+        "  of which replay_input + fold        {}",
+        stats(&fold_times)
     );
     println!(
         "  open_session(Resume::Id) total      {}",

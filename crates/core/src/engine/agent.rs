@@ -71,6 +71,11 @@ pub fn spawn_agent(config: AgentConfig, log: AgentLog, queued: Vec<QueuedPrompt>
         let results = run_jobs(runner_rt).await;
         dispatcher.abort();
         watcher.abort();
+        // Wait until both are gone: their references to the runtime (and so the journal's
+        // lock) must be released by the time `join` resolves, or reopening the session right
+        // after a shutdown fails with "locked".
+        let _ = dispatcher.await;
+        let _ = watcher.await;
         results
     });
     SpawnedAgent {

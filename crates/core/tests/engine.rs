@@ -1,0 +1,16 @@
+//! End-to-end engine tests: a real session (`open_session`, journal, built-in tools, real
+//! child processes) against the loopback scripted server in real wire formats. Every test
+//! checks the tool call/result pairing invariant over every request it captured.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+#[path = "engine/harness.rs"]
+mod harness;
+
+#[path = "engine/compaction.rs"]
+mod compaction;
+#[path = "engine/errors.rs"]
+mod errors;
+#[path = "engine/interrupts.rs"]
+mod interrupts;
+#[path = "engine/tasks.rs"]
+mod tasks;
