@@ -169,7 +169,11 @@ impl crate::engine::runtime::SessionMeta for StoredMeta {
             .session
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
-        let line = prompt.lines().find(|l| !l.trim().is_empty()).unwrap_or("").trim();
+        let line = prompt
+            .lines()
+            .find(|l| !l.trim().is_empty())
+            .unwrap_or("")
+            .trim();
         if session.state.title.is_none() && !line.is_empty() {
             session.state.title = Some(line.chars().take(60).collect());
             session.state.title_kind = Some("replaceable".to_owned());

@@ -40,9 +40,14 @@ pub struct MediaUrl {
 /// One part of a message's content.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum ContentPart {
-    Text { text: String },
+    Text {
+        text: String,
+    },
     /// Reasoning text; `encrypted` is the provider's signature (Anthropic) and must round-trip.
-    Think { think: String, encrypted: Option<String> },
+    Think {
+        think: String,
+        encrypted: Option<String>,
+    },
     Image(MediaUrl),
     Audio(MediaUrl),
     Video(MediaUrl),
@@ -243,7 +248,11 @@ pub struct Message {
     pub content: Vec<ContentPart>,
     #[serde(default, alias = "tool_calls", deserialize_with = "null_as_empty")]
     pub tool_calls: Vec<ToolCall>,
-    #[serde(default, alias = "tool_call_id", skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        alias = "tool_call_id",
+        skip_serializing_if = "Option::is_none"
+    )]
     pub tool_call_id: Option<String>,
     #[serde(default, skip_serializing_if = "is_false")]
     pub partial: bool,
@@ -326,7 +335,10 @@ impl Message {
 
     /// Concatenation of the text parts (no separator).
     pub fn text(&self) -> String {
-        self.content.iter().filter_map(ContentPart::as_text).collect()
+        self.content
+            .iter()
+            .filter_map(ContentPart::as_text)
+            .collect()
     }
 
     pub fn is_vacuous(&self) -> bool {

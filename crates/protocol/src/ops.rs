@@ -38,7 +38,9 @@ pub enum Op {
         origin: Option<Origin>,
     },
     /// Text that joins the running turn at its next step (or starts a turn when idle).
-    Steer { input: Vec<ContentPart> },
+    Steer {
+        input: Vec<ContentPart>,
+    },
     /// Cancel the running turn (and, with `queued`, the queued prompts too).
     Cancel {
         #[serde(default)]
@@ -52,14 +54,22 @@ pub enum Op {
         request_id: String,
         answers: Value,
     },
-    Undo { count: u32 },
+    Undo {
+        count: u32,
+    },
     Compact {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         instruction: Option<String>,
     },
-    SetPermissionMode { mode: PermissionMode },
-    SetPlanMode { enabled: bool },
-    SetModel { alias: String },
+    SetPermissionMode {
+        mode: PermissionMode,
+    },
+    SetPlanMode {
+        enabled: bool,
+    },
+    SetModel {
+        alias: String,
+    },
     Shutdown,
 }
 
@@ -72,10 +82,20 @@ pub enum AgentStatus {
         background_tasks: u32,
     },
     Gating,
-    Streaming { step: u32 },
-    RunningTools { step: u32, pending: Vec<String> },
-    AwaitingApproval { request_id: String },
-    Backoff { attempt: u32, delay_ms: u64 },
+    Streaming {
+        step: u32,
+    },
+    RunningTools {
+        step: u32,
+        pending: Vec<String>,
+    },
+    AwaitingApproval {
+        request_id: String,
+    },
+    Backoff {
+        attempt: u32,
+        delay_ms: u64,
+    },
     Compacting,
     Closing,
 }
@@ -178,11 +198,17 @@ pub enum Event {
     #[serde(rename = "approval.requested")]
     ApprovalRequested(ApprovalRequest),
     #[serde(rename = "question.requested")]
-    QuestionRequested { request_id: String, questions: Value },
+    QuestionRequested {
+        request_id: String,
+        questions: Value,
+    },
     #[serde(rename = "compaction.started")]
     CompactionStarted { manual: bool },
     #[serde(rename = "compaction.completed")]
-    CompactionCompleted { tokens_before: u64, tokens_after: u64 },
+    CompactionCompleted {
+        tokens_before: u64,
+        tokens_after: u64,
+    },
     #[serde(rename = "compaction.cancelled")]
     CompactionCancelled { reason: String },
     #[serde(rename = "prompt.queued")]

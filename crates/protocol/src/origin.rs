@@ -12,7 +12,11 @@ use serde_json::{Map, Value};
 pub const TRIGGER_USER_SLASH: &str = "user-slash";
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(tag = "kind", rename_all = "snake_case", rename_all_fields = "camelCase")]
+#[serde(
+    tag = "kind",
+    rename_all = "snake_case",
+    rename_all_fields = "camelCase"
+)]
 pub enum KnownOrigin {
     User {
         #[serde(default, skip_serializing_if = "Option::is_none")]

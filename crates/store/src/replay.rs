@@ -69,15 +69,17 @@ pub fn replay_input(entries: &[Entry], agent_id: &str) -> Result<ReplayInput, Tr
     let tree = parse_tree(entries);
     let chain = restorable_chain(&tree, entries)?;
     let mut input = ReplayInput::default();
-    // Skips are reported once, from the whole-journal pass.
-    let mut ignored = Vec::new();
-    input.undoable = chain
-        .into_iter()
-        .filter_map(|e| typed(e, agent_id, &mut ignored))
-        .collect();
+    // Each line is decoded once (the whole-journal pass, which also reports skips); the chain
+    // of the active branch then picks its records by line number.
     input.all = entries
         .iter()
         .filter_map(|e| typed(e, agent_id, &mut input.skipped))
+        .collect();
+    let by_line: std::collections::HashMap<u64, &LineRecord> =
+        input.all.iter().map(|r| (r.line, r)).collect();
+    input.undoable = chain
+        .into_iter()
+        .filter_map(|e| by_line.get(&e.line).map(|r| (*r).clone()))
         .collect();
     Ok(input)
 }

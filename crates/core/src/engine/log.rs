@@ -80,12 +80,13 @@ impl AgentLog {
         options: JournalOptions,
     ) -> Result<(AgentLog, Restored), LogError> {
         let (journal, read) = Journal::open(path, options)?;
-        let input = replay_input(&read.entries, agent_id).map_err(|e| LogError::Tree {
+        let mut input = replay_input(&read.entries, agent_id).map_err(|e| LogError::Tree {
             path: path.to_owned(),
             message: e.to_string(),
         })?;
         let mut history = History::new(HistoryConfig::default());
-        let report = history.replay(input.undoable.iter().map(|r| r.record.clone()), agent_id);
+        let undoable = std::mem::take(&mut input.undoable);
+        let report = history.replay(undoable.into_iter().map(|r| r.record), agent_id);
         let clock = TurnClock::fold(input.all.iter().map(|r| &r.record.payload));
         let queued_prompts = pending_queue(input.all.iter().map(|r| &r.record.payload));
         let system_prompt = input

@@ -367,7 +367,11 @@ pub async fn run_turn(rt: &Arc<Runtime>, prompt: Pending, cancel: CancellationTo
     }
     rt.commit(records);
     if let (Some(meta), true) = (&rt.config.session_meta, prompt.origin.is_user()) {
-        let text: String = prompt.input.iter().filter_map(ContentPart::as_text).collect();
+        let text: String = prompt
+            .input
+            .iter()
+            .filter_map(ContentPart::as_text)
+            .collect();
         meta.prompt_started(&text);
     }
     rt.emit(Event::TurnStarted { turn_id });
