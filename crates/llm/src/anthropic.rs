@@ -2,15 +2,13 @@
 //! `cache_control` on the last cacheable block, tool_use/tool_result blocks, merged user turns)
 //! and the SSE decoder.
 
-use async_trait::async_trait;
 use kimi_protocol::{ContentPart, Message, Role};
 use serde_json::{Map, Value, json};
 
 use crate::config::ResolvedModel;
 use crate::delta::{FinishReason, StreamDelta, Usage};
 use crate::error::{LlmError, classify_stream_error};
-use crate::http::{Decoder, build_client, headers, parse_json, post_stream};
-use crate::provider::{DeltaStream, Provider};
+use crate::http::{Decoder, HttpProvider, WireFormat, parse_json};
 use crate::request::{ChatRequest, ThinkingEffort};
 use crate::sse::SseEvent;
 use crate::wire_util::{
@@ -23,55 +21,33 @@ const INTERLEAVED_THINKING_BETA: &str = "interleaved-thinking-2025-05-14";
 /// prefix so it can be sent back as a `redacted_thinking` block.
 const REDACTED_PREFIX: &str = "redacted_thinking:";
 
-pub(crate) struct AnthropicProvider {
-    model: ResolvedModel,
-    client: reqwest::Client,
-}
+/// The Anthropic Messages wire format.
+pub(crate) struct Anthropic;
 
-impl AnthropicProvider {
-    pub(crate) fn new(model: ResolvedModel) -> Result<Self, LlmError> {
-        let client = build_client(&model)?;
-        Ok(AnthropicProvider { model, client })
-    }
-}
+pub(crate) type AnthropicProvider = HttpProvider<Anthropic>;
 
-#[async_trait]
-impl Provider for AnthropicProvider {
-    fn name(&self) -> &str {
-        &self.model.provider_id
+impl WireFormat for Anthropic {
+    fn body(model: &ResolvedModel, request: &ChatRequest) -> Value {
+        build_body(model, request)
     }
 
-    fn model(&self) -> &str {
-        &self.model.model
-    }
-
-    async fn stream(&self, request: ChatRequest) -> Result<DeltaStream, LlmError> {
-        let body = serde_json::to_vec(&build_body(&self.model, &request)).map_err(|err| {
-            LlmError::InvalidRequest {
-                provider: self.model.provider_id.clone(),
-                detail: err.to_string(),
-            }
-        })?;
+    fn auth(model: &ResolvedModel, request: &ChatRequest) -> Vec<(&'static str, String)> {
         let mut auth = vec![
-            ("x-api-key", self.model.api_key.clone()),
+            ("x-api-key", model.api_key.clone()),
             ("anthropic-version", API_VERSION.to_owned()),
         ];
         if thinking_enabled(request.params.thinking) {
             auth.push(("anthropic-beta", INTERLEAVED_THINKING_BETA.to_owned()));
         }
-        let headers = headers(&self.model, &auth)?;
-        let url = join_url(&self.model.base_url, "v1/messages");
-        let decoder = AnthropicDecoder::new(self.model.provider_id.clone());
-        post_stream(
-            &self.client,
-            &self.model,
-            url,
-            headers,
-            body,
-            request.cancel,
-            Box::new(decoder),
-        )
-        .await
+        auth
+    }
+
+    fn url(model: &ResolvedModel) -> String {
+        join_url(&model.base_url, "v1/messages")
+    }
+
+    fn decoder(model: &ResolvedModel) -> Box<dyn Decoder> {
+        Box::new(AnthropicDecoder::new(model.provider_id.clone()))
     }
 }
 

@@ -5,15 +5,13 @@
 
 use std::collections::HashMap;
 
-use async_trait::async_trait;
 use kimi_protocol::{ContentPart, Message, Role};
 use serde_json::{Map, Value, json};
 
 use crate::config::{ProviderType, ResolvedModel};
 use crate::delta::{FinishReason, StreamDelta, Usage};
 use crate::error::{LlmError, classify_stream_error};
-use crate::http::{Decoder, build_client, headers, parse_json, post_stream};
-use crate::provider::{DeltaStream, Provider};
+use crate::http::{Decoder, HttpProvider, WireFormat, parse_json};
 use crate::request::{ChatRequest, ThinkingEffort};
 use crate::sse::SseEvent;
 use crate::wire_util::{
@@ -23,19 +21,21 @@ use crate::wire_util::{
 /// Key under which a Gemini thought signature travels in `ToolCall.extras`.
 pub const THOUGHT_SIGNATURE_KEY: &str = "thought_signature";
 
-pub(crate) struct GeminiProvider {
-    model: ResolvedModel,
-    client: reqwest::Client,
-}
+/// The Gemini / Vertex AI `streamGenerateContent` wire format.
+pub(crate) struct Gemini;
 
-impl GeminiProvider {
-    pub(crate) fn new(model: ResolvedModel) -> Result<Self, LlmError> {
-        let client = build_client(&model)?;
-        Ok(GeminiProvider { model, client })
+pub(crate) type GeminiProvider = HttpProvider<Gemini>;
+
+impl WireFormat for Gemini {
+    fn body(model: &ResolvedModel, request: &ChatRequest) -> Value {
+        build_body(model, request)
     }
 
-    fn url(&self) -> String {
-        let m = &self.model;
+    fn auth(model: &ResolvedModel, _request: &ChatRequest) -> Vec<(&'static str, String)> {
+        vec![("x-goog-api-key", model.api_key.clone())]
+    }
+
+    fn url(m: &ResolvedModel) -> String {
         let path = match (m.provider_type, &m.vertex_project, &m.vertex_location) {
             (ProviderType::VertexAi, Some(project), Some(location)) => format!(
                 "v1/projects/{project}/locations/{location}/publishers/google/models/{}:streamGenerateContent?alt=sse",
@@ -51,40 +51,9 @@ impl GeminiProvider {
         };
         join_url(&m.base_url, &path)
     }
-}
 
-#[async_trait]
-impl Provider for GeminiProvider {
-    fn name(&self) -> &str {
-        &self.model.provider_id
-    }
-
-    fn model(&self) -> &str {
-        &self.model.model
-    }
-
-    async fn stream(&self, request: ChatRequest) -> Result<DeltaStream, LlmError> {
-        let body = serde_json::to_vec(&build_body(&self.model, &request)).map_err(|err| {
-            LlmError::InvalidRequest {
-                provider: self.model.provider_id.clone(),
-                detail: err.to_string(),
-            }
-        })?;
-        let headers = headers(
-            &self.model,
-            &[("x-goog-api-key", self.model.api_key.clone())],
-        )?;
-        let decoder = GeminiDecoder::new(self.model.provider_id.clone());
-        post_stream(
-            &self.client,
-            &self.model,
-            self.url(),
-            headers,
-            body,
-            request.cancel,
-            Box::new(decoder),
-        )
-        .await
+    fn decoder(model: &ResolvedModel) -> Box<dyn Decoder> {
+        Box::new(GeminiDecoder::new(model.provider_id.clone()))
     }
 }
 

@@ -1,11 +1,13 @@
-//! The HTTP side shared by every wire format: client construction (rustls with ring, proxies,
-//! loopback bypass), sending with cancellation, status classification, and turning a response
-//! body into a delta stream through an SSE parser and a per-format decoder.
+//! The HTTP side shared by every wire format: the generic provider, client construction (rustls
+//! with ring, proxies, loopback bypass), sending with cancellation, status classification, and
+//! turning a response body into a delta stream through an SSE parser and a per-format decoder.
 
 use std::collections::VecDeque;
+use std::marker::PhantomData;
 use std::sync::OnceLock;
 use std::time::Duration;
 
+use async_trait::async_trait;
 use futures::StreamExt;
 use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
 use tokio_util::sync::CancellationToken;
@@ -13,7 +15,8 @@ use tokio_util::sync::CancellationToken;
 use crate::config::ResolvedModel;
 use crate::delta::StreamDelta;
 use crate::error::{HttpFailure, LlmError, classify_http, parse_retry_after};
-use crate::provider::DeltaStream;
+use crate::provider::{DeltaStream, Provider};
+use crate::request::ChatRequest;
 use crate::sse::{SseEvent, SseParser};
 
 /// Turns SSE events of one wire format into deltas.
@@ -26,6 +29,68 @@ pub(crate) trait Decoder: Send + 'static {
     fn complete(&self) -> bool;
 }
 
+/// What differs between wire formats; everything else lives in [`HttpProvider`].
+pub(crate) trait WireFormat: Send + Sync + 'static {
+    /// The JSON request body.
+    fn body(model: &ResolvedModel, request: &ChatRequest) -> serde_json::Value;
+    /// Format-specific headers (auth, versions, betas); custom headers are added after them.
+    fn auth(model: &ResolvedModel, request: &ChatRequest) -> Vec<(&'static str, String)>;
+    /// The streaming endpoint.
+    fn url(model: &ResolvedModel) -> String;
+    /// A fresh decoder for one answer.
+    fn decoder(model: &ResolvedModel) -> Box<dyn Decoder>;
+}
+
+/// A provider speaking wire format `W` over HTTP: serialises the body, attaches headers, POSTs,
+/// classifies HTTP errors and hands the byte stream to `W`'s decoder.
+pub(crate) struct HttpProvider<W> {
+    model: ResolvedModel,
+    client: reqwest::Client,
+    format: PhantomData<fn() -> W>,
+}
+
+impl<W: WireFormat> HttpProvider<W> {
+    pub(crate) fn new(model: ResolvedModel) -> Result<Self, LlmError> {
+        let client = build_client(&model)?;
+        Ok(HttpProvider {
+            model,
+            client,
+            format: PhantomData,
+        })
+    }
+}
+
+#[async_trait]
+impl<W: WireFormat> Provider for HttpProvider<W> {
+    fn name(&self) -> &str {
+        &self.model.provider_id
+    }
+
+    fn model(&self) -> &str {
+        &self.model.model
+    }
+
+    async fn stream(&self, request: ChatRequest) -> Result<DeltaStream, LlmError> {
+        let body = serde_json::to_vec(&W::body(&self.model, &request)).map_err(|err| {
+            LlmError::InvalidRequest {
+                provider: self.model.provider_id.clone(),
+                detail: err.to_string(),
+            }
+        })?;
+        let headers = headers(&self.model, &W::auth(&self.model, &request))?;
+        post_stream(
+            &self.client,
+            &self.model,
+            W::url(&self.model),
+            headers,
+            body,
+            request.cancel,
+            W::decoder(&self.model),
+        )
+        .await
+    }
+}
+
 /// Clients are shared process-wide (one for proxied hosts, one for loopback): building one
 /// loads the platform's root certificates, and a shared pool reuses connections across
 /// providers and model switches.
@@ -34,7 +99,7 @@ static LOOPBACK_CLIENT: OnceLock<reqwest::Client> = OnceLock::new();
 
 /// The reqwest client for one provider. The ring crypto provider is installed first: with
 /// `rustls-no-provider`, building a client without one panics (crates.md §4).
-pub(crate) fn build_client(model: &ResolvedModel) -> Result<reqwest::Client, LlmError> {
+fn build_client(model: &ResolvedModel) -> Result<reqwest::Client, LlmError> {
     let loopback = is_loopback(&model.base_url);
     let cell = if loopback {
         &LOOPBACK_CLIENT
@@ -78,10 +143,7 @@ fn is_loopback(base_url: &str) -> bool {
 }
 
 /// Request headers: format-specific auth first, then the user's custom headers (which win).
-pub(crate) fn headers(
-    model: &ResolvedModel,
-    auth: &[(&str, String)],
-) -> Result<HeaderMap, LlmError> {
+fn headers(model: &ResolvedModel, auth: &[(&str, String)]) -> Result<HeaderMap, LlmError> {
     let mut map = HeaderMap::new();
     let bad = |name: &str| LlmError::InvalidRequest {
         provider: model.provider_id.clone(),
@@ -125,7 +187,7 @@ fn send_error(provider: &str, url: &str, err: &reqwest::Error) -> LlmError {
 }
 
 /// POSTs `body` and, on a 2xx answer, returns the delta stream produced by `decoder`.
-pub(crate) async fn post_stream(
+async fn post_stream(
     client: &reqwest::Client,
     model: &ResolvedModel,
     url: String,
@@ -298,22 +360,18 @@ where
     E: std::fmt::Display + Send + 'static,
 {
     use crate::config::ProviderType;
-    let provider = model.provider_id.clone();
-    let decoder: Box<dyn Decoder> = match model.provider_type {
-        ProviderType::Kimi | ProviderType::OpenAi => {
-            Box::new(crate::openai_chat::ChatDecoder::new(model))
-        }
-        ProviderType::OpenAiResponses => Box::new(crate::openai_responses::ResponsesDecoder::new(
-            provider.clone(),
-        )),
-        ProviderType::Anthropic => {
-            Box::new(crate::anthropic::AnthropicDecoder::new(provider.clone()))
-        }
-        ProviderType::GoogleGenAi | ProviderType::VertexAi => {
-            Box::new(crate::gemini::GeminiDecoder::new(provider.clone()))
-        }
+    let decoder = match model.provider_type {
+        ProviderType::Kimi | ProviderType::OpenAi => crate::openai_chat::OpenAiChat::decoder(model),
+        ProviderType::OpenAiResponses => crate::openai_responses::OpenAiResponses::decoder(model),
+        ProviderType::Anthropic => crate::anthropic::Anthropic::decoder(model),
+        ProviderType::GoogleGenAi | ProviderType::VertexAi => crate::gemini::Gemini::decoder(model),
     };
-    decode_body(provider, bytes, CancellationToken::new(), decoder)
+    decode_body(
+        model.provider_id.clone(),
+        bytes,
+        CancellationToken::new(),
+        decoder,
+    )
 }
 
 #[cfg(test)]

@@ -4,7 +4,6 @@
 use std::borrow::Cow;
 use std::collections::HashMap;
 
-use async_trait::async_trait;
 use kimi_protocol::{ContentPart, Message, Role};
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
@@ -12,57 +11,31 @@ use serde_json::{Map, Value, json};
 use crate::config::{ProviderType, ResolvedModel};
 use crate::delta::{FinishReason, StreamDelta, Usage};
 use crate::error::{LlmError, classify_stream_error};
-use crate::http::{Decoder, build_client, headers, parse_json, post_stream};
-use crate::provider::{DeltaStream, Provider};
+use crate::http::{Decoder, HttpProvider, WireFormat, parse_json};
 use crate::request::{ChatRequest, ThinkingEffort};
 use crate::sse::SseEvent;
 use crate::wire_util::{all_tools, join_url, joined_text, u64_at, wire_messages};
 
-pub(crate) struct OpenAiChatProvider {
-    model: ResolvedModel,
-    client: reqwest::Client,
-}
+/// The OpenAI Chat Completions wire format (also Kimi's).
+pub(crate) struct OpenAiChat;
 
-impl OpenAiChatProvider {
-    pub(crate) fn new(model: ResolvedModel) -> Result<Self, LlmError> {
-        let client = build_client(&model)?;
-        Ok(OpenAiChatProvider { model, client })
-    }
-}
+pub(crate) type OpenAiChatProvider = HttpProvider<OpenAiChat>;
 
-#[async_trait]
-impl Provider for OpenAiChatProvider {
-    fn name(&self) -> &str {
-        &self.model.provider_id
+impl WireFormat for OpenAiChat {
+    fn body(model: &ResolvedModel, request: &ChatRequest) -> Value {
+        build_body(model, request)
     }
 
-    fn model(&self) -> &str {
-        &self.model.model
+    fn auth(model: &ResolvedModel, _request: &ChatRequest) -> Vec<(&'static str, String)> {
+        vec![("authorization", format!("Bearer {}", model.api_key))]
     }
 
-    async fn stream(&self, request: ChatRequest) -> Result<DeltaStream, LlmError> {
-        let body = serde_json::to_vec(&build_body(&self.model, &request)).map_err(|err| {
-            LlmError::InvalidRequest {
-                provider: self.model.provider_id.clone(),
-                detail: err.to_string(),
-            }
-        })?;
-        let url = join_url(&self.model.base_url, "chat/completions");
-        let headers = headers(
-            &self.model,
-            &[("authorization", format!("Bearer {}", self.model.api_key))],
-        )?;
-        let decoder = ChatDecoder::new(&self.model);
-        post_stream(
-            &self.client,
-            &self.model,
-            url,
-            headers,
-            body,
-            request.cancel,
-            Box::new(decoder),
-        )
-        .await
+    fn url(model: &ResolvedModel) -> String {
+        join_url(&model.base_url, "chat/completions")
+    }
+
+    fn decoder(model: &ResolvedModel) -> Box<dyn Decoder> {
+        Box::new(ChatDecoder::new(model))
     }
 }
 

@@ -3,64 +3,37 @@
 
 use std::collections::{HashMap, HashSet};
 
-use async_trait::async_trait;
 use kimi_protocol::{ContentPart, Message, Role};
 use serde_json::{Map, Value, json};
 
 use crate::config::ResolvedModel;
 use crate::delta::{FinishReason, StreamDelta, Usage};
 use crate::error::{LlmError, classify_stream_error};
-use crate::http::{Decoder, build_client, headers, parse_json, post_stream};
-use crate::provider::{DeltaStream, Provider};
+use crate::http::{Decoder, HttpProvider, WireFormat, parse_json};
 use crate::request::{ChatRequest, ThinkingEffort};
 use crate::sse::SseEvent;
 use crate::wire_util::{all_tools, join_url, joined_text, u64_at, wire_messages};
 
-pub(crate) struct ResponsesProvider {
-    model: ResolvedModel,
-    client: reqwest::Client,
-}
+/// The OpenAI Responses wire format.
+pub(crate) struct OpenAiResponses;
 
-impl ResponsesProvider {
-    pub(crate) fn new(model: ResolvedModel) -> Result<Self, LlmError> {
-        let client = build_client(&model)?;
-        Ok(ResponsesProvider { model, client })
-    }
-}
+pub(crate) type ResponsesProvider = HttpProvider<OpenAiResponses>;
 
-#[async_trait]
-impl Provider for ResponsesProvider {
-    fn name(&self) -> &str {
-        &self.model.provider_id
+impl WireFormat for OpenAiResponses {
+    fn body(model: &ResolvedModel, request: &ChatRequest) -> Value {
+        build_body(model, request)
     }
 
-    fn model(&self) -> &str {
-        &self.model.model
+    fn auth(model: &ResolvedModel, _request: &ChatRequest) -> Vec<(&'static str, String)> {
+        vec![("authorization", format!("Bearer {}", model.api_key))]
     }
 
-    async fn stream(&self, request: ChatRequest) -> Result<DeltaStream, LlmError> {
-        let body = serde_json::to_vec(&build_body(&self.model, &request)).map_err(|err| {
-            LlmError::InvalidRequest {
-                provider: self.model.provider_id.clone(),
-                detail: err.to_string(),
-            }
-        })?;
-        let headers = headers(
-            &self.model,
-            &[("authorization", format!("Bearer {}", self.model.api_key))],
-        )?;
-        let url = join_url(&self.model.base_url, "responses");
-        let decoder = ResponsesDecoder::new(self.model.provider_id.clone());
-        post_stream(
-            &self.client,
-            &self.model,
-            url,
-            headers,
-            body,
-            request.cancel,
-            Box::new(decoder),
-        )
-        .await
+    fn url(model: &ResolvedModel) -> String {
+        join_url(&model.base_url, "responses")
+    }
+
+    fn decoder(model: &ResolvedModel) -> Box<dyn Decoder> {
+        Box::new(ResponsesDecoder::new(model.provider_id.clone()))
     }
 }
 
