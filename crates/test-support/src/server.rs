@@ -27,6 +27,8 @@ pub struct RecordedRequest {
     /// The body as JSON (`Value::Null` when it was not JSON; see `raw_body`).
     pub body: Value,
     pub raw_body: String,
+    /// When the request arrived (for per-step overhead measurements).
+    pub received_at: std::time::Instant,
 }
 
 impl RecordedRequest {
@@ -144,6 +146,7 @@ async fn handle(
         .path_and_query()
         .map_or_else(|| uri.path().to_owned(), |pq| pq.as_str().to_owned());
     let recorded = RecordedRequest {
+        received_at: std::time::Instant::now(),
         method: method.to_string(),
         path: path.clone(),
         headers: headers
