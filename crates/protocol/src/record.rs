@@ -774,11 +774,10 @@ impl Record {
         if time.is_some() {
             map.remove("time");
         }
-        let payload =
-            serde_json::from_value(Value::Object(map)).map_err(|err| RecordError::Invalid {
-                record_type,
-                reason: err.to_string(),
-            })?;
+        let payload = decode_payload(&record_type, map).map_err(|err| RecordError::Invalid {
+            record_type,
+            reason: err.to_string(),
+        })?;
         Ok(Record { payload, time })
     }
 
@@ -804,6 +803,56 @@ impl Record {
     }
 }
 
+/// Decode a typed payload from its record object. The variant is picked from `record_type`
+/// and its struct is decoded straight from the map (without `type`), which is what the serde
+/// tag does but without buffering the whole record first. `type` is removed keeping the order
+/// of the other keys, as the tag does. Unlisted names take the tagged path.
+fn decode_payload(
+    record_type: &str,
+    mut map: Map<String, Value>,
+) -> Result<RecordPayload, serde_json::Error> {
+    macro_rules! direct {
+        ($variant:ident) => {{
+            map.shift_remove("type");
+            serde_json::from_value(Value::Object(map)).map(RecordPayload::$variant)
+        }};
+    }
+    match record_type {
+        "metadata" => direct!(Metadata),
+        "context.append_message" => direct!(AppendMessage),
+        "context.append_loop_event" => direct!(AppendLoopEvent),
+        "context.apply_compaction" => direct!(ApplyCompaction),
+        "context.clear" => direct!(ContextClear),
+        "context.undo" => direct!(ContextUndo),
+        "context.undone" => direct!(ContextUndone),
+        "agent.switched" => direct!(AgentSwitched),
+        "turn.prompt" => direct!(TurnPrompt),
+        "turn.steer" => direct!(TurnSteer),
+        "turn.cancel" => direct!(TurnCancel),
+        "turn.ended" => direct!(TurnEnded),
+        "full_compaction.begin" => direct!(FullCompactionBegin),
+        "full_compaction.complete" => direct!(FullCompactionComplete),
+        "full_compaction.cancel" => direct!(FullCompactionCancel),
+        "prompt.accepted" => direct!(PromptAccepted),
+        "prompt.completed" => direct!(PromptCompleted),
+        "prompt.aborted" => direct!(PromptAborted),
+        "prompt.steered" => direct!(PromptSteered),
+        "token_counting.measured" => direct!(TokenMeasured),
+        "token_counting.truncated" => direct!(TokenTruncated),
+        "token_counting.rebased" => direct!(TokenRebased),
+        "token_counting.turn_recorded" => direct!(TokenTurnRecorded),
+        "usage.record" => direct!(UsageRecord),
+        "permission.set_mode" => direct!(PermissionSetMode),
+        "permission.record_approval_result" => direct!(ApprovalResult),
+        "interaction.request" => direct!(InteractionRequest),
+        "interaction.resolved" => direct!(InteractionResolved),
+        "task.started" => direct!(TaskStarted),
+        "task.terminated" => direct!(TaskTerminated),
+        "forked" => direct!(Forked),
+        _ => serde_json::from_value(Value::Object(map)),
+    }
+}
+
 impl Serialize for Record {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
         self.to_value().serialize(serializer)
@@ -820,3 +869,39 @@ impl<'de> Deserialize<'de> for Record {
 #[cfg(test)]
 #[path = "record_tests.rs"]
 mod tests;
+
+#[cfg(test)]
+mod decode_tests {
+    use super::*;
+    use serde_json::json;
+
+    /// The direct decode agrees with the serde tag, in value and in error, for every type.
+    #[test]
+    fn direct_decode_matches_the_tagged_path() {
+        let bodies = [
+            json!({}),
+            json!({"agentId": "a", "x": 1}),
+            json!({"agentId": 5}),
+            json!({"protocol_version": "1.5", "created_at": 1}),
+            json!({"message": {"role": "user", "content": [{"type": "text", "text": "hi"}]}}),
+            json!({"message": {"role": "user", "content": "hi", "origin": {"kind": "user"}}}),
+            json!({"event": {"type": "step.begin", "uuid": "u", "turnId": 1, "step": 1}}),
+            json!({"count": 1}),
+            json!({"promptId": "p", "promptIds": ["q"], "status": "completed", "z": 1, "a": 2}),
+            json!({"turnId": 1, "reason": "completed"}),
+            json!({"branch": "b", "base": {"branch": "main", "line": 2}}),
+        ];
+        for name in TYPED {
+            for body in &bodies {
+                let Value::Object(mut map) = body.clone() else {
+                    continue;
+                };
+                map.insert("type".to_owned(), Value::from(*name));
+                let tagged: Result<RecordPayload, String> =
+                    serde_json::from_value(Value::Object(map.clone())).map_err(|e| e.to_string());
+                let direct = decode_payload(name, map).map_err(|e| e.to_string());
+                assert_eq!(direct, tagged, "{name} {body}");
+            }
+        }
+    }
+}

@@ -211,13 +211,14 @@ impl Journal {
             }
         }
         let corrupt: Vec<u64> = scanned.corrupt().map(|l| l.number).collect();
+        let tail = scanned.tail;
         let lines: Vec<Entry> = scanned
             .lines
-            .iter()
+            .into_iter()
             .filter_map(|l| {
-                l.parsed.as_ref().ok().map(|value| Entry {
+                l.parsed.ok().map(|value| Entry {
                     line: l.number,
-                    value: value.clone(),
+                    value,
                 })
             })
             .collect();
@@ -251,7 +252,7 @@ impl Journal {
                     });
                 }
             }
-            len = repair_tail(&mut file, path, &bytes, scanned.tail, &mut repairs)?;
+            len = repair_tail(&mut file, path, &bytes, tail, &mut repairs)?;
         }
         let line_count = bytes[..len.min(bytes.len() as u64) as usize]
             .iter()

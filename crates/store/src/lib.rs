@@ -26,7 +26,9 @@ pub use error::{Result, StoreError, WireError};
 pub use home::{Home, MAIN_AGENT, home_from_env, workdir_key};
 pub use index::{IndexEntry, SessionIndex};
 pub use journal::{AppendAck, FsyncPolicy, Journal, JournalOptions, JournalRead, Repair};
-pub use replay::{LineRecord, ReplayInput, Skipped, replay_input};
+pub use replay::{
+    LineRecord, OwnedReplayInput, ReplayInput, Skipped, replay_input, replay_input_owned,
+};
 pub use session::{AgentEntry, Session, SessionState, SessionStore, load_state, save_state};
 pub use tree::{Tree, active_chain, parse_tree, restorable_chain};
 pub use turn_clock::{LastEnded, TurnClock};

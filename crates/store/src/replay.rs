@@ -5,6 +5,7 @@
 //! the turn clock). Pure: no I/O, no side effects.
 
 use kimi_protocol::{Record, RecordPayload};
+use serde_json::Value;
 
 use crate::envelope::Entry;
 use crate::tree::{TreeError, parse_tree, restorable_chain};
@@ -32,12 +33,38 @@ pub struct ReplayInput {
     pub skipped: Vec<Skipped>,
 }
 
-fn typed(entry: &Entry, agent_id: &str, skipped: &mut Vec<Skipped>) -> Option<LineRecord> {
-    let mut record = match Record::from_value(entry.value.clone()) {
+/// Like [`ReplayInput`], from [`replay_input_owned`]: every record once, with a flag per record
+/// saying whether it is on the active branch's restorable chain (so nothing is copied).
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct OwnedReplayInput {
+    /// Every record of the journal, abandoned branches included, in journal order.
+    pub all: Vec<LineRecord>,
+    /// `undoable[i]` is true when `all[i]` is on the restorable chain (same length as `all`).
+    pub undoable: Vec<bool>,
+    pub skipped: Vec<Skipped>,
+}
+
+impl OwnedReplayInput {
+    /// The records of the restorable chain, in order, moved out of `all`.
+    pub fn into_undoable(self) -> impl Iterator<Item = Record> {
+        self.all
+            .into_iter()
+            .zip(self.undoable)
+            .filter_map(|(record, on_chain)| on_chain.then_some(record.record))
+    }
+}
+
+fn typed(
+    line: u64,
+    value: Value,
+    agent_id: &str,
+    skipped: &mut Vec<Skipped>,
+) -> Option<LineRecord> {
+    let mut record = match Record::from_value(value) {
         Ok(record) => record,
         Err(err) => {
             skipped.push(Skipped {
-                line: entry.line,
+                line,
                 reason: err.to_string(),
             });
             return None;
@@ -49,17 +76,14 @@ fn typed(entry: &Entry, agent_id: &str, skipped: &mut Vec<Skipped>) -> Option<Li
     match record.payload.agent_id() {
         Some(other) if other != agent_id => {
             skipped.push(Skipped {
-                line: entry.line,
+                line,
                 reason: format!("record of agent {other} in the journal of agent {agent_id}"),
             });
             None
         }
         _ => {
             record.payload.fill_agent_id(agent_id);
-            Some(LineRecord {
-                line: entry.line,
-                record,
-            })
+            Some(LineRecord { line, record })
         }
     }
 }
@@ -73,7 +97,7 @@ pub fn replay_input(entries: &[Entry], agent_id: &str) -> Result<ReplayInput, Tr
     // of the active branch then picks its records by line number.
     input.all = entries
         .iter()
-        .filter_map(|e| typed(e, agent_id, &mut input.skipped))
+        .filter_map(|e| typed(e.line, e.value.clone(), agent_id, &mut input.skipped))
         .collect();
     let by_line: std::collections::HashMap<u64, &LineRecord> =
         input.all.iter().map(|r| (r.line, r)).collect();
@@ -81,6 +105,33 @@ pub fn replay_input(entries: &[Entry], agent_id: &str) -> Result<ReplayInput, Tr
         .into_iter()
         .filter_map(|e| by_line.get(&e.line).map(|r| (*r).clone()))
         .collect();
+    Ok(input)
+}
+
+/// [`replay_input`] taking the entries by value: each line is decoded by moving its JSON into
+/// the typed record, and the chain is given as flags instead of copies.
+pub fn replay_input_owned(
+    entries: Vec<Entry>,
+    agent_id: &str,
+) -> Result<OwnedReplayInput, TreeError> {
+    let tree = parse_tree(&entries);
+    // Sorted by line (restorable_chain sorts), so membership is a binary search.
+    let chain: Vec<u64> = restorable_chain(&tree, &entries)?
+        .into_iter()
+        .map(|e| e.line)
+        .collect();
+    let mut input = OwnedReplayInput {
+        all: Vec::with_capacity(entries.len()),
+        undoable: Vec::with_capacity(entries.len()),
+        skipped: Vec::new(),
+    };
+    for entry in entries {
+        let line = entry.line;
+        if let Some(record) = typed(line, entry.value, agent_id, &mut input.skipped) {
+            input.undoable.push(chain.binary_search(&line).is_ok());
+            input.all.push(record);
+        }
+    }
     Ok(input)
 }
 

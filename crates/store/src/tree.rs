@@ -193,7 +193,18 @@ pub fn restorable_chain<'a>(
         .filter_map(|e| e.legacy_undo_line)
         .collect();
     let on_chain: BTreeSet<u64> = chain.iter().map(|e| e.line).collect();
-    let live_prompts: HashSet<String> = chain.iter().flat_map(|e| prompt_ids(e)).collect();
+    // Only injections left off the chain need the chain's prompt ids; most journals have none.
+    let off_chain: Vec<(&Entry, Origin)> = entries
+        .iter()
+        .filter(|entry| !on_chain.contains(&entry.line))
+        .filter_map(|entry| message_origin(entry).map(|origin| (entry, origin)))
+        .filter(|(_, origin)| origin.is_injection())
+        .collect();
+    let live_prompts: HashSet<String> = if off_chain.is_empty() {
+        HashSet::new()
+    } else {
+        chain.iter().flat_map(|e| prompt_ids(e)).collect()
+    };
     let mut out: Vec<&Entry> = chain
         .into_iter()
         .filter(|e| match record_type(&e.value) {
@@ -202,17 +213,10 @@ pub fn restorable_chain<'a>(
             _ => true,
         })
         .collect();
-    for entry in entries {
-        if on_chain.contains(&entry.line) {
-            continue;
-        }
-        let Some(origin) = message_origin(entry) else {
-            continue;
-        };
-        if origin.is_injection()
-            && origin
-                .owner_prompt_id()
-                .is_none_or(|id| live_prompts.contains(id))
+    for (entry, origin) in off_chain {
+        if origin
+            .owner_prompt_id()
+            .is_none_or(|id| live_prompts.contains(id))
         {
             out.push(entry);
         }

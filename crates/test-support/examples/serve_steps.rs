@@ -21,7 +21,11 @@ async fn main() -> std::io::Result<()> {
     for i in 0..steps {
         let path = pattern.replace("{i}", &i.to_string());
         let args = serde_json::json!({ "path": path }).to_string();
-        turns.push(ScriptTurn::tool_calls(&[(&format!("call_{i}"), "Read", &args)]));
+        turns.push(ScriptTurn::tool_calls(&[(
+            &format!("call_{i}"),
+            "Read",
+            &args,
+        )]));
     }
     turns.push(ScriptTurn::text("done"));
     let server = ScriptServer::start(turns).await?;

@@ -8,7 +8,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use kimi_context::history::{History, HistoryConfig, ReplayReport};
 use kimi_protocol::{Record, RecordPayload};
-use kimi_store::{Journal, JournalOptions, Repair, TurnClock, replay_input};
+use kimi_store::{Journal, JournalOptions, Repair, TurnClock, replay_input, replay_input_owned};
 
 #[derive(Debug, thiserror::Error)]
 pub enum LogError {
@@ -80,13 +80,10 @@ impl AgentLog {
         options: JournalOptions,
     ) -> Result<(AgentLog, Restored), LogError> {
         let (journal, read) = Journal::open(path, options)?;
-        let mut input = replay_input(&read.entries, agent_id).map_err(|e| LogError::Tree {
+        let input = replay_input_owned(read.entries, agent_id).map_err(|e| LogError::Tree {
             path: path.to_owned(),
             message: e.to_string(),
         })?;
-        let mut history = History::new(HistoryConfig::default());
-        let undoable = std::mem::take(&mut input.undoable);
-        let report = history.replay(undoable.into_iter().map(|r| r.record), agent_id);
         let clock = TurnClock::fold(input.all.iter().map(|r| &r.record.payload));
         let queued_prompts = pending_queue(input.all.iter().map(|r| &r.record.payload));
         let system_prompt = input
@@ -104,12 +101,22 @@ impl AgentLog {
                 }
                 _ => None,
             });
+        let approvals = input
+            .all
+            .iter()
+            .filter_map(|r| match &r.record.payload {
+                RecordPayload::ApprovalResult(a) => Some(a.clone()),
+                _ => None,
+            })
+            .collect();
         let mut skipped: Vec<String> = input
             .skipped
             .iter()
             .map(|s| format!("line {}: {}", s.line, s.reason))
             .collect();
         skipped.extend(read.reported.iter().map(|r| format!("{r:?}")));
+        let mut history = History::new(HistoryConfig::default());
+        let report = history.replay(input.into_undoable(), agent_id);
         Ok((
             AgentLog {
                 agent_id: agent_id.to_owned(),
@@ -123,14 +130,7 @@ impl AgentLog {
                 skipped,
                 queued_prompts,
                 system_prompt,
-                approvals: input
-                    .all
-                    .iter()
-                    .filter_map(|r| match &r.record.payload {
-                        RecordPayload::ApprovalResult(a) => Some(a.clone()),
-                        _ => None,
-                    })
-                    .collect(),
+                approvals,
             },
         ))
     }
