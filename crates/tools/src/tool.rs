@@ -90,6 +90,28 @@ impl ToolPlan {
         self.subject.matches(pattern)
     }
 
+    /// The plan of a recursive search tool (Glob, Grep): one `search` access on `root`, the
+    /// pattern as the rule subject, and "<verb> <pattern> in <root>" as the description.
+    pub fn search(tool: &str, pattern: &str, root: &std::path::Path, verb: &str) -> ToolPlan {
+        let shown = root.display().to_string();
+        ToolPlan {
+            accesses: Some(vec![Access::file_recursive(
+                crate::access::FileOperation::Search,
+                shown.clone(),
+            )]),
+            approval_rule: format!("{tool}({pattern})"),
+            subject: RuleSubject::Text(pattern.to_owned()),
+            display: ToolDisplay {
+                kind: "search".to_owned(),
+                summary: format!("{pattern} in {shown}"),
+                detail: None,
+                diff: None,
+            },
+            description: format!("{verb} {pattern} in {shown}"),
+            stop_batch_after_this: false,
+        }
+    }
+
     /// The accesses the scheduler uses.
     pub fn effective_accesses(&self) -> Vec<Access> {
         self.accesses.clone().unwrap_or_else(|| vec![Access::All])

@@ -9,12 +9,11 @@ use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
 use super::walk::{mtime, walk_builder};
-use crate::access::{Access, FileOperation};
 use crate::context::{ProgressSink, ToolContext};
 use crate::error::ToolError;
 use crate::path::{PathUse, is_sensitive_path, resolve_path};
 use crate::result::ToolResult;
-use crate::tool::{Execution, Resolution, RuleSubject, Tool, ToolDisplay, ToolPlan, parse_args};
+use crate::tool::{Execution, Resolution, Tool, ToolPlan, parse_args};
 
 pub const MAX_RESULTS: usize = 100;
 pub const TIME_BUDGET: Duration = Duration::from_secs(20);
@@ -92,23 +91,7 @@ impl Tool for GlobTool {
             .build()
             .map_err(|e| ToolError::InvalidArgs(format!("invalid glob pattern `{pattern}`: {e}")))?
             .compile_matcher();
-        let shown = root.display().to_string();
-        let plan = ToolPlan {
-            accesses: Some(vec![Access::file_recursive(
-                FileOperation::Search,
-                shown.clone(),
-            )]),
-            approval_rule: format!("Glob({})", params.pattern),
-            subject: RuleSubject::Text(params.pattern.clone()),
-            display: ToolDisplay {
-                kind: "search".to_owned(),
-                summary: format!("{} in {shown}", params.pattern),
-                detail: None,
-                diff: None,
-            },
-            description: format!("Find files matching {} in {shown}", params.pattern),
-            stop_batch_after_this: false,
-        };
+        let plan = ToolPlan::search("Glob", &params.pattern, &root, "Find files matching");
         Ok(Resolution::Run(Box::new(GlobExecution {
             plan,
             root,

@@ -17,12 +17,11 @@ use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
 use super::walk::{mtime, walk_builder};
-use crate::access::{Access, FileOperation};
 use crate::context::{ProgressSink, ToolContext};
 use crate::error::ToolError;
 use crate::path::{PathUse, canonicalize_lenient, is_sensitive_path, resolve_path};
 use crate::result::ToolResult;
-use crate::tool::{Execution, Resolution, RuleSubject, Tool, ToolDisplay, ToolPlan, parse_args};
+use crate::tool::{Execution, Resolution, Tool, ToolPlan, parse_args};
 
 pub const TIME_BUDGET: Duration = Duration::from_secs(20);
 pub const DEFAULT_HEAD_LIMIT: usize = 250;
@@ -466,23 +465,7 @@ fn prepare(args: Value, ctx: &ToolContext) -> Result<GrepExecution, ToolError> {
         .dot_matches_new_line(params.multiline)
         .build(&params.pattern)
         .map_err(|e| ToolError::InvalidArgs(format!("invalid regex `{}`: {e}", params.pattern)))?;
-    let shown = root.display().to_string();
-    let plan = ToolPlan {
-        accesses: Some(vec![Access::file_recursive(
-            FileOperation::Search,
-            shown.clone(),
-        )]),
-        approval_rule: format!("Grep({})", params.pattern),
-        subject: RuleSubject::Text(params.pattern.clone()),
-        display: ToolDisplay {
-            kind: "search".to_owned(),
-            summary: format!("{} in {shown}", params.pattern),
-            detail: None,
-            diff: None,
-        },
-        description: format!("Search for {} in {shown}", params.pattern),
-        stop_batch_after_this: false,
-    };
+    let plan = ToolPlan::search("Grep", &params.pattern, &root, "Search for");
     Ok(GrepExecution {
         plan,
         root,
