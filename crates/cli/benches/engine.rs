@@ -4,7 +4,7 @@
 //! (end of one model response → the next request leaving the engine), how it moves from steps
 //! 1–10 to 31–40, peak RSS, the time to resume a 10,000-record journal, and `kimi-rs --version`.
 //!
-//! Run: `cargo bench -p kimi-cli --bench engine`
+//! Run: `cargo bench -p kimi-cli --bench engine [steps] [binary] [resume] [version]` (no names: all).
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::path::Path;
@@ -380,21 +380,29 @@ async fn resume_bench() {
         open_times.push(ms(t.elapsed()));
         messages = log.history().len();
     }
-    // Where the replay time goes: reading and parsing the file vs. folding it into history.
+    // Where the replay time goes: reading and decoding the file vs. folding it into history,
+    // and what the general path (JSON tree first, then typed records) would take.
     let mut read_times = Vec::new();
     let mut fold_times = Vec::new();
+    let mut general_times = Vec::new();
     for _ in 0..5 {
         let t = Instant::now();
         let (journal_file, read) =
-            kimi_store::Journal::open(&journal, JournalOptions::default()).unwrap();
+            kimi_store::Journal::open_replay(&journal, JournalOptions::default(), MAIN_AGENT)
+                .unwrap();
         read_times.push(ms(t.elapsed()));
         let t = Instant::now();
-        let input = kimi_store::replay_input(&read.entries, MAIN_AGENT).unwrap();
         let mut history =
             kimi_context::history::History::new(kimi_context::history::HistoryConfig::default());
-        history.replay(input.undoable.iter().map(|r| r.record.clone()), MAIN_AGENT);
+        history.replay(read.input.into_undoable(), MAIN_AGENT);
         fold_times.push(ms(t.elapsed()));
         drop(journal_file);
+        let t = Instant::now();
+        let (journal_file, read) =
+            kimi_store::Journal::open(&journal, JournalOptions::default()).unwrap();
+        let input = kimi_store::replay_input_owned(read.entries, MAIN_AGENT).unwrap();
+        general_times.push(ms(t.elapsed()));
+        drop((journal_file, input));
     }
     let mut session_times = Vec::new();
     for _ in 0..5 {
@@ -419,12 +427,16 @@ async fn resume_bench() {
         stats(&open_times)
     );
     println!(
-        "  of which Journal::open (read+parse) {}",
+        "  of which Journal::open_replay       {}",
         stats(&read_times)
     );
     println!(
-        "  of which replay_input + fold        {}",
+        "  of which History fold               {}",
         stats(&fold_times)
+    );
+    println!(
+        "  general path open+replay_input      {} (JSON tree first; for comparison)",
+        stats(&general_times)
     );
     println!(
         "  open_session(Resume::Id) total      {}",
@@ -462,10 +474,24 @@ fn main() {
         "kimi-rs engine benchmark ({} cores visible)",
         std::thread::available_parallelism().map_or(0, usize::from)
     );
-    rt.block_on(in_process(
-        "engine, server and bench share one 2-thread tokio runtime",
-    ));
-    rt.block_on(binary_run());
-    rt.block_on(resume_bench());
-    version_bench();
+    // `cargo bench -p kimi-cli --bench engine -- resume` runs only the sections named.
+    let only: Vec<String> = std::env::args()
+        .skip(1)
+        .filter(|a| !a.starts_with('-'))
+        .collect();
+    let wanted = |name: &str| only.is_empty() || only.iter().any(|o| o == name);
+    if wanted("steps") {
+        rt.block_on(in_process(
+            "engine, server and bench share one 2-thread tokio runtime",
+        ));
+    }
+    if wanted("binary") {
+        rt.block_on(binary_run());
+    }
+    if wanted("resume") {
+        rt.block_on(resume_bench());
+    }
+    if wanted("version") {
+        version_bench();
+    }
 }

@@ -10,6 +10,7 @@ pub mod message;
 pub mod ops;
 pub mod origin;
 pub mod record;
+mod record_line;
 
 pub use loop_event::{LoopEvent, ToolResultPayload};
 pub use message::{ContentPart, MediaUrl, Message, Role, ToolCall, ToolSchema};

@@ -574,8 +574,13 @@ pub enum RecordPayload {
     Other(Map<String, Value>),
 }
 
+/// True when records of this `type` have a typed payload.
+pub(crate) fn is_typed(name: &str) -> bool {
+    TYPED.contains(&name)
+}
+
 /// The `type` names that have a typed payload. Everything else becomes `Other`.
-const TYPED: &[&str] = &[
+pub(crate) const TYPED: &[&str] = &[
     "metadata",
     "context.append_message",
     "context.append_loop_event",
@@ -772,7 +777,8 @@ impl Record {
             });
         }
         if time.is_some() {
-            map.remove("time");
+            // Keep the order of the remaining keys (kept verbatim in `extra` maps).
+            map.shift_remove("time");
         }
         let payload = decode_payload(&record_type, map).map_err(|err| RecordError::Invalid {
             record_type,

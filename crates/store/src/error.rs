@@ -65,7 +65,10 @@ pub enum StoreError {
     },
     #[error("{path}: {reason}")]
     UndoUnavailable { path: PathBuf, reason: String },
-    #[error("{path}: the branch tree is invalid ({reason}); inspect the agent.switched records")]
+    #[error(
+        "{path}: the undo branch tree is invalid ({reason}); the file was left untouched: inspect \
+         its agent.switched records or start a new session"
+    )]
     BadTree { path: PathBuf, reason: String },
     #[error("{path}: {reason}")]
     SwitchVerifyFailed { path: PathBuf, reason: String },

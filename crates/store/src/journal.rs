@@ -20,8 +20,10 @@ use serde_json::Value;
 
 use crate::envelope::{Entry, Reported, read_envelope};
 use crate::error::{Result, StoreError};
+use crate::fast_replay::fast_replay;
 use crate::fsutil::{atomic_write, now_ms, sync_dir, write_side_file};
 use crate::lines::{Tail, salvage, scan};
+use crate::replay::{OwnedReplayInput, replay_input_owned};
 
 /// When appends reach the disk.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -63,6 +65,14 @@ pub enum Repair {
 pub struct JournalRead {
     /// Metadata first, then every record, with physical line numbers.
     pub entries: Vec<Entry>,
+    pub reported: Vec<Reported>,
+    pub repairs: Vec<Repair>,
+}
+
+/// What [`Journal::open_replay`] read: the replay input and what was skipped or repaired.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ReplayRead {
+    pub input: OwnedReplayInput,
     pub reported: Vec<Reported>,
     pub repairs: Vec<Repair>,
 }
@@ -168,6 +178,73 @@ fn repair_tail(
 impl Journal {
     /// Open (creating if needed) the journal at `path`, repair it, read and migrate it.
     pub fn open(path: &Path, options: JournalOptions) -> Result<(Journal, JournalRead)> {
+        let (lock, file, bytes) = Self::lock_and_read(path)?;
+        Self::open_read(path, options, lock, file, bytes)
+    }
+
+    /// [`Journal::open`] followed by [`replay_input_owned`] for `agent_id`. A journal this
+    /// version wrote cleanly is decoded straight into typed records (the resume fast path);
+    /// anything that needs repair, migration or a report takes the general path.
+    pub fn open_replay(
+        path: &Path,
+        options: JournalOptions,
+        agent_id: &str,
+    ) -> Result<(Journal, ReplayRead)> {
+        let (lock, file, bytes) = Self::lock_and_read(path)?;
+        if let Some(fast) = fast_replay(&bytes, agent_id) {
+            let journal = Journal {
+                path: path.to_path_buf(),
+                file,
+                _lock: lock,
+                options,
+                good_len: bytes.len() as u64,
+                line_count: fast.line_count,
+                pending: VecDeque::new(),
+                dirty: false,
+                newer_version: None,
+                #[cfg(test)]
+                fault: None,
+            };
+            return Ok((
+                journal,
+                ReplayRead {
+                    input: fast.input,
+                    reported: Vec::new(),
+                    repairs: Vec::new(),
+                },
+            ));
+        }
+        let (journal, read) = Self::open_read(path, options, lock, file, bytes)?;
+        let input =
+            replay_input_owned(read.entries, agent_id).map_err(|e| StoreError::BadTree {
+                path: path.to_path_buf(),
+                reason: e.to_string(),
+            })?;
+        Ok((
+            journal,
+            ReplayRead {
+                input,
+                reported: read.reported,
+                repairs: read.repairs,
+            },
+        ))
+    }
+
+    /// Re-read the journal from disk (pending records excluded) for `agent_id`'s replay, as
+    /// [`Journal::open_replay`] does.
+    pub fn read_replay(&mut self, agent_id: &str) -> Result<OwnedReplayInput> {
+        let bytes = self.read_durable()?;
+        if let Some(fast) = fast_replay(&bytes, agent_id) {
+            return Ok(fast.input);
+        }
+        replay_input_owned(entries_of(&bytes), agent_id).map_err(|e| StoreError::BadTree {
+            path: self.path.clone(),
+            reason: e.to_string(),
+        })
+    }
+
+    /// Take the writer lock, then read the whole file.
+    fn lock_and_read(path: &Path) -> Result<(File, File, Vec<u8>)> {
         let dir = path.parent().unwrap_or(Path::new("."));
         let created_dir = !dir.exists();
         std::fs::create_dir_all(dir).map_err(StoreError::io("create directory", dir))?;
@@ -194,7 +271,17 @@ impl Journal {
         let mut bytes = Vec::new();
         file.read_to_end(&mut bytes)
             .map_err(StoreError::io("read journal", path))?;
+        Ok((lock, file, bytes))
+    }
 
+    /// The general path of [`Journal::open`] on the bytes read under the lock.
+    fn open_read(
+        path: &Path,
+        options: JournalOptions,
+        lock: File,
+        mut file: File,
+        bytes: Vec<u8>,
+    ) -> Result<(Journal, JournalRead)> {
         let mut repairs = Vec::new();
         let mut scanned = scan(&bytes);
         let mut damaged = Vec::new();
@@ -403,22 +490,32 @@ impl Journal {
 
     /// Re-read the journal from disk (pending records excluded): every parsed line with its number.
     pub fn read_entries(&mut self) -> Result<Vec<Entry>> {
+        Ok(entries_of(&self.read_durable()?))
+    }
+
+    /// The durable bytes of the journal.
+    fn read_durable(&mut self) -> Result<Vec<u8>> {
         let mut bytes = Vec::new();
         self.file
             .seek(SeekFrom::Start(0))
             .and_then(|_| (&self.file).take(self.good_len).read_to_end(&mut bytes))
             .map_err(StoreError::io("read journal", &self.path))?;
-        Ok(scan(&bytes)
-            .lines
-            .into_iter()
-            .filter_map(|l| {
-                l.parsed.ok().map(|value| Entry {
-                    line: l.number,
-                    value,
-                })
-            })
-            .collect())
+        Ok(bytes)
     }
+}
+
+/// Every line of `bytes` that parses, with its number.
+fn entries_of(bytes: &[u8]) -> Vec<Entry> {
+    scan(bytes)
+        .lines
+        .into_iter()
+        .filter_map(|l| {
+            l.parsed.ok().map(|value| Entry {
+                line: l.number,
+                value,
+            })
+        })
+        .collect()
 }
 
 #[cfg(test)]

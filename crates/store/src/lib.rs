@@ -8,6 +8,7 @@
 pub mod crash_harness;
 pub mod envelope;
 pub mod error;
+mod fast_replay;
 pub mod fsutil;
 pub mod home;
 pub mod index;
@@ -25,11 +26,13 @@ pub use envelope::{Entry, EnvelopeRead, Reported, read_envelope};
 pub use error::{Result, StoreError, WireError};
 pub use home::{Home, MAIN_AGENT, home_from_env, workdir_key};
 pub use index::{IndexEntry, SessionIndex};
-pub use journal::{AppendAck, FsyncPolicy, Journal, JournalOptions, JournalRead, Repair};
+pub use journal::{
+    AppendAck, FsyncPolicy, Journal, JournalOptions, JournalRead, Repair, ReplayRead,
+};
 pub use replay::{
     LineRecord, OwnedReplayInput, ReplayInput, Skipped, replay_input, replay_input_owned,
 };
 pub use session::{AgentEntry, Session, SessionState, SessionStore, load_state, save_state};
-pub use tree::{Tree, active_chain, parse_tree, restorable_chain};
+pub use tree::{ChainLine, Tree, active_chain, parse_tree, restorable_chain};
 pub use turn_clock::{LastEnded, TurnClock};
 pub use undo::UndoSwitch;

@@ -8,7 +8,9 @@ use kimi_protocol::{Record, RecordPayload};
 use serde_json::Value;
 
 use crate::envelope::Entry;
-use crate::tree::{TreeError, parse_tree, restorable_chain};
+use kimi_protocol::Origin;
+
+use crate::tree::{ChainLine, TreeError, parse_tree, prompt_ids_of, restorable_chain};
 
 /// A typed record with the journal line it came from.
 #[derive(Debug, Clone, PartialEq)]
@@ -60,16 +62,26 @@ fn typed(
     agent_id: &str,
     skipped: &mut Vec<Skipped>,
 ) -> Option<LineRecord> {
-    let mut record = match Record::from_value(value) {
-        Ok(record) => record,
+    match Record::from_value(value) {
+        Ok(record) => admit(line, record, agent_id, skipped),
         Err(err) => {
             skipped.push(Skipped {
                 line,
                 reason: err.to_string(),
             });
-            return None;
+            None
         }
-    };
+    }
+}
+
+/// Keep a decoded record for `agent_id`'s replay: metadata dropped, a missing `agentId` filled,
+/// another agent's record reported and skipped.
+pub(crate) fn admit(
+    line: u64,
+    mut record: Record,
+    agent_id: &str,
+    skipped: &mut Vec<Skipped>,
+) -> Option<LineRecord> {
     if matches!(record.payload, RecordPayload::Metadata(_)) {
         return None;
     }
@@ -85,6 +97,28 @@ fn typed(
             record.payload.fill_agent_id(agent_id);
             Some(LineRecord { line, record })
         }
+    }
+}
+
+impl ChainLine for LineRecord {
+    fn line(&self) -> u64 {
+        self.line
+    }
+
+    fn kind(&self) -> Option<&str> {
+        Some(self.record.type_name())
+    }
+
+    fn message_origin(&self) -> Option<Origin> {
+        match &self.record.payload {
+            RecordPayload::AppendMessage(m) => m.message.origin.clone(),
+            _ => None,
+        }
+    }
+
+    fn prompt_ids(&self) -> Vec<String> {
+        // Only asked for when injections sit off the chain (rare): the JSON form answers it.
+        prompt_ids_of(&self.record.to_value())
     }
 }
 

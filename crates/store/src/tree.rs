@@ -141,26 +141,42 @@ impl Tree {
     }
 }
 
-/// The entries replay follows on the active branch (metadata and `agent.switched` excluded).
-pub fn active_chain<'a>(tree: &Tree, entries: &'a [Entry]) -> Result<Vec<&'a Entry>, TreeError> {
-    let ranges = tree.chain_lines(&tree.active, 0)?;
-    Ok(entries
-        .iter()
-        .filter(|e| ranges.iter().any(|&(a, b)| a <= e.line && e.line <= b))
-        .filter(|e| !matches!(record_type(&e.value), Some("agent.switched" | "metadata")))
-        .collect())
+/// What the branch logic needs of a journal line, whether it was parsed to JSON ([`Entry`]) or
+/// decoded straight into a typed record (`LineRecord`, the resume fast path).
+pub trait ChainLine {
+    fn line(&self) -> u64;
+    /// The record's `type`.
+    fn kind(&self) -> Option<&str>;
+    /// The origin of a `context.append_message` record's message, when it reads as one.
+    fn message_origin(&self) -> Option<Origin>;
+    /// Prompt ids the record names: `promptId`, `promptIds`, and a message's `id`.
+    fn prompt_ids(&self) -> Vec<String>;
 }
 
-fn message_origin(entry: &Entry) -> Option<Origin> {
-    if record_type(&entry.value) != Some("context.append_message") {
-        return None;
+impl ChainLine for Entry {
+    fn line(&self) -> u64 {
+        self.line
     }
-    let origin = entry.value.get("message")?.get("origin")?;
-    serde_json::from_value(origin.clone()).ok()
+
+    fn kind(&self) -> Option<&str> {
+        record_type(&self.value)
+    }
+
+    fn message_origin(&self) -> Option<Origin> {
+        if record_type(&self.value) != Some("context.append_message") {
+            return None;
+        }
+        let origin = self.value.get("message")?.get("origin")?;
+        serde_json::from_value(origin.clone()).ok()
+    }
+
+    fn prompt_ids(&self) -> Vec<String> {
+        prompt_ids_of(&self.value)
+    }
 }
 
-fn prompt_ids(entry: &Entry) -> Vec<String> {
-    let v = &entry.value;
+/// Prompt ids named by a record object (see [`ChainLine::prompt_ids`]).
+pub fn prompt_ids_of(v: &Value) -> Vec<String> {
     let mut ids: Vec<String> = Vec::new();
     if let Some(id) = v.get("promptId").and_then(Value::as_str) {
         ids.push(id.to_owned());
@@ -179,37 +195,55 @@ fn prompt_ids(entry: &Entry) -> Vec<String> {
     ids
 }
 
+/// The lines replay follows on the active branch (metadata and `agent.switched` excluded).
+pub fn active_chain<'a, L: ChainLine>(
+    tree: &Tree,
+    lines: &'a [L],
+) -> Result<Vec<&'a L>, TreeError> {
+    let ranges = tree.chain_lines(&tree.active, 0)?;
+    Ok(lines
+        .iter()
+        .filter(|e| ranges.iter().any(|&(a, b)| a <= e.line() && e.line() <= b))
+        .filter(|e| !matches!(e.kind(), Some("agent.switched" | "metadata")))
+        .collect())
+}
+
 /// The records the undoable states replay: the active chain without `context.undone` and the
 /// `context.undo` records paired through `legacyUndoLine`, plus injections left outside the
 /// chain whose owner prompt is missing or still on the chain, at their original positions.
-pub fn restorable_chain<'a>(
+pub fn restorable_chain<'a, L: ChainLine>(
     tree: &Tree,
-    entries: &'a [Entry],
-) -> Result<Vec<&'a Entry>, TreeError> {
-    let chain = active_chain(tree, entries)?;
+    lines: &'a [L],
+) -> Result<Vec<&'a L>, TreeError> {
+    let chain = active_chain(tree, lines)?;
     let paired: HashSet<u64> = tree
         .edges
         .iter()
         .filter_map(|e| e.legacy_undo_line)
         .collect();
-    let on_chain: BTreeSet<u64> = chain.iter().map(|e| e.line).collect();
+    // Without branches every line is on the chain: nothing can be left outside it.
+    let off_chain: Vec<(&L, Origin)> = if tree.edges.is_empty() {
+        Vec::new()
+    } else {
+        let on_chain: BTreeSet<u64> = chain.iter().map(|e| e.line()).collect();
+        lines
+            .iter()
+            .filter(|entry| !on_chain.contains(&entry.line()))
+            .filter_map(|entry| entry.message_origin().map(|origin| (entry, origin)))
+            .filter(|(_, origin)| origin.is_injection())
+            .collect()
+    };
     // Only injections left off the chain need the chain's prompt ids; most journals have none.
-    let off_chain: Vec<(&Entry, Origin)> = entries
-        .iter()
-        .filter(|entry| !on_chain.contains(&entry.line))
-        .filter_map(|entry| message_origin(entry).map(|origin| (entry, origin)))
-        .filter(|(_, origin)| origin.is_injection())
-        .collect();
     let live_prompts: HashSet<String> = if off_chain.is_empty() {
         HashSet::new()
     } else {
-        chain.iter().flat_map(|e| prompt_ids(e)).collect()
+        chain.iter().flat_map(|e| e.prompt_ids()).collect()
     };
-    let mut out: Vec<&Entry> = chain
+    let mut out: Vec<&L> = chain
         .into_iter()
-        .filter(|e| match record_type(&e.value) {
+        .filter(|e| match e.kind() {
             Some("context.undone") => false,
-            Some("context.undo") => !paired.contains(&e.line),
+            Some("context.undo") => !paired.contains(&e.line()),
             _ => true,
         })
         .collect();
@@ -221,7 +255,7 @@ pub fn restorable_chain<'a>(
             out.push(entry);
         }
     }
-    out.sort_by_key(|e| e.line);
+    out.sort_by_key(|e| e.line());
     Ok(out)
 }
 

@@ -3,21 +3,17 @@
 //! history — the live path and the resume path are one code path, so a resumed session sees
 //! exactly what the live one saw.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use kimi_context::history::{History, HistoryConfig, ReplayReport};
 use kimi_protocol::{Record, RecordPayload};
-use kimi_store::{Journal, JournalOptions, Repair, TurnClock, replay_input, replay_input_owned};
+use kimi_store::{Journal, JournalOptions, Repair, TurnClock};
 
 #[derive(Debug, thiserror::Error)]
 pub enum LogError {
     #[error(transparent)]
     Store(#[from] kimi_store::StoreError),
-    #[error(
-        "the journal {path} has a branch structure that cannot be replayed: {message}; the file is left untouched, inspect it or start a new session"
-    )]
-    Tree { path: PathBuf, message: String },
 }
 
 pub fn now_ms() -> u64 {
@@ -79,11 +75,8 @@ impl AgentLog {
         agent_id: &str,
         options: JournalOptions,
     ) -> Result<(AgentLog, Restored), LogError> {
-        let (journal, read) = Journal::open(path, options)?;
-        let input = replay_input_owned(read.entries, agent_id).map_err(|e| LogError::Tree {
-            path: path.to_owned(),
-            message: e.to_string(),
-        })?;
+        let (journal, read) = Journal::open_replay(path, options, agent_id)?;
+        let input = read.input;
         let clock = TurnClock::fold(input.all.iter().map(|r| &r.record.payload));
         let queued_prompts = pending_queue(input.all.iter().map(|r| &r.record.payload));
         let system_prompt = input
@@ -194,18 +187,11 @@ impl AgentLog {
 
     /// Re-read the journal and replay it (after a branch switch).
     fn reload(&mut self) -> Result<(), LogError> {
-        let entries = self.journal.read_entries()?;
-        let input = replay_input(&entries, &self.agent_id).map_err(|e| LogError::Tree {
-            path: self.journal.path().to_owned(),
-            message: e.to_string(),
-        })?;
-        let mut history = History::new(self.history.config());
-        history.replay(
-            input.undoable.iter().map(|r| r.record.clone()),
-            &self.agent_id,
-        );
-        self.history = history;
+        let input = self.journal.read_replay(&self.agent_id)?;
         self.clock = TurnClock::fold(input.all.iter().map(|r| &r.record.payload));
+        let mut history = History::new(self.history.config());
+        history.replay(input.into_undoable(), &self.agent_id);
+        self.history = history;
         Ok(())
     }
 
