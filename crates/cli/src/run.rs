@@ -94,6 +94,7 @@ pub fn setup(
         additional_dirs,
         tool_env: std::env::vars().collect(),
         fsync: FsyncPolicy::EveryBatch,
+        extensions: Default::default(),
     }
 }
 

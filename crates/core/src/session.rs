@@ -61,6 +61,32 @@ pub struct SessionSetup {
     /// Environment for tools' child processes.
     pub tool_env: Vec<(String, String)>,
     pub fsync: FsyncPolicy,
+    /// Tools, skills and other additions the front end brings (MCP servers, skill catalog).
+    pub extensions: SessionExtensions,
+}
+
+/// What a front end adds to a session beyond the built-in tools.
+#[derive(Default, Clone)]
+pub struct SessionExtensions {
+    /// Registered after the built-in tools (MCP tools, the Skill tool); a tool with a built-in's
+    /// name replaces it.
+    pub tools: Vec<Arc<dyn kimi_tools::Tool>>,
+    /// The skills listing rendered into the system prompt's `skills` variable.
+    pub skills_prompt: String,
+    /// Skill roots: readable like the workspace (never writable).
+    pub skill_roots: Vec<PathBuf>,
+}
+
+impl std::fmt::Debug for SessionExtensions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SessionExtensions")
+            .field(
+                "tools",
+                &self.tools.iter().map(|t| t.name()).collect::<Vec<_>>(),
+            )
+            .field("skill_roots", &self.skill_roots)
+            .finish_non_exhaustive()
+    }
 }
 
 pub struct OpenedSession {
@@ -213,7 +239,12 @@ fn system_prompt_record(text: &str) -> RecordPayload {
     RecordPayload::Other(map)
 }
 
-fn render_prompt(home: &Path, cwd: &Path, additional: &[PathBuf]) -> Result<String, SessionError> {
+fn render_prompt(
+    home: &Path,
+    cwd: &Path,
+    additional: &[PathBuf],
+    skills: &str,
+) -> Result<String, SessionError> {
     let agents_md = discover_agents_md(home, std::env::home_dir().as_deref(), cwd);
     let shell = std::env::var("SHELL").unwrap_or_else(|_| "/bin/sh".to_owned());
     let shell_name = Path::new(&shell)
@@ -232,10 +263,20 @@ fn render_prompt(home: &Path, cwd: &Path, additional: &[PathBuf]) -> Result<Stri
             .map(|d| format!("- {}", d.display()))
             .collect::<Vec<_>>()
             .join("\n"),
+        skills: skills.to_owned(),
         ..PromptVars::default()
     };
     let system_md = std::fs::read_to_string(home.join("SYSTEM.md")).ok();
     Ok(render_system_prompt(vars, system_md.as_deref())?)
+}
+
+/// The built-in tools followed by the front end's.
+fn registry(extensions: &SessionExtensions) -> kimi_tools::ToolRegistry {
+    let mut registry = kimi_tools::builtin::default_registry();
+    for tool in &extensions.tools {
+        registry.register(tool.clone());
+    }
+    registry
 }
 
 pub fn open_session(setup: SessionSetup) -> Result<OpenedSession, SessionError> {
@@ -257,7 +298,12 @@ pub fn open_session(setup: SessionSetup) -> Result<OpenedSession, SessionError> 
     let (log, restored) = AgentLog::open(&journal, MAIN_AGENT, options)?;
     let system_prompt = match &restored.system_prompt {
         Some(text) => text.clone(),
-        None => render_prompt(&setup.home, &setup.cwd, &setup.additional_dirs)?,
+        None => render_prompt(
+            &setup.home,
+            &setup.cwd,
+            &setup.additional_dirs,
+            &setup.extensions.skills_prompt,
+        )?,
     };
     let agent_dir = journal
         .parent()
@@ -265,6 +311,7 @@ pub fn open_session(setup: SessionSetup) -> Result<OpenedSession, SessionError> 
     let mut ctx = ToolContext::new(&setup.cwd, &agent_dir);
     ctx.additional_dirs = setup.additional_dirs.clone();
     ctx.env = setup.tool_env.clone();
+    ctx.skill_roots = setup.extensions.skill_roots.clone();
     let permissions: Arc<dyn PermissionPolicy> = match setup.permission_chain {
         Some(mut state) => {
             state.session = SessionApprovals::from_records(restored.approvals.iter());
@@ -290,7 +337,7 @@ pub fn open_session(setup: SessionSetup) -> Result<OpenedSession, SessionError> 
         max_context_tokens: setup.max_context_tokens,
         max_steps_per_turn: setup.max_steps_per_turn,
         retry: setup.retry,
-        tools: Arc::new(kimi_tools::builtin::default_registry()),
+        tools: Arc::new(registry(&setup.extensions)),
         tool_ctx: Arc::new(ctx),
         permissions,
         hooks: hooks.clone(),

@@ -37,6 +37,7 @@ fn setup(
         additional_dirs: Vec::new(),
         tool_env: vec![("PATH".into(), std::env::var("PATH").unwrap_or_default())],
         fsync: FsyncPolicy::Never,
+        extensions: Default::default(),
     }
 }
 

@@ -110,6 +110,7 @@ impl Session {
             additional_dirs: Vec::new(),
             tool_env: std::env::vars().collect(),
             fsync: FsyncPolicy::Never,
+            extensions: Default::default(),
         };
         let opened = open_session(setup).expect("open session");
         Session {
