@@ -1,1 +1,28 @@
 //! Skills (surface.md §7.1): discovery, frontmatter, expansion, prompt listing, the Skill tool.
+//!
+//! Wiring for a front end:
+//! 1. [`discover`] with [`DiscoverOptions`] → a [`SkillCatalog`] plus warnings to show.
+//! 2. [`SkillCatalog::prompt_listing`] is the system prompt's `skills` variable;
+//!    [`SkillCatalog::roots`] are readable workspace roots (`ToolContext::skill_roots`).
+//! 3. [`parse_slash`] turns `/skill:<name> args` / `/<name> args` into the user message and
+//!    its `skill_activation` origin ([`SkillActivation::to_origin`]).
+//! 4. Register [`SkillTool`]; give it a [`SkillDelivery`] so loaded skills are steered into
+//!    the turn as user messages.
+
+mod activation;
+mod catalog;
+mod discover;
+mod expand;
+mod prompt;
+mod skill;
+mod slash;
+mod tool;
+
+pub use activation::SkillActivation;
+pub use catalog::{SkillCatalog, SkillError};
+pub use discover::{DiscoverOptions, discover, project_root};
+pub use expand::{expand_body, tokenize_args};
+pub use prompt::SkillTrigger;
+pub use skill::{Skill, SkillParseError, SkillSource, SkillType};
+pub use slash::{SlashSkill, parse_slash};
+pub use tool::{MAX_SKILL_QUERY_DEPTH, SkillDelivery, SkillSteer, SkillTool};
