@@ -4,5 +4,7 @@
 pub mod engine;
 pub mod hooks;
 pub mod permission;
+pub mod profile;
 pub mod prompt;
 pub mod session;
+pub mod subagent;

@@ -7,19 +7,24 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use kimi_llm::{ModelParams, Provider, RetryPolicy};
-use kimi_protocol::RecordPayload;
 use kimi_store::{FsyncPolicy, Home, JournalOptions, MAIN_AGENT, Session, SessionStore};
 use kimi_tools::ToolContext;
-use serde_json::{Map, Value};
 
 use crate::engine::agent::{SpawnedAgent, spawn_agent};
 use crate::engine::hooks::EngineHooks;
+use crate::engine::log::BoundProfile;
 use crate::engine::log::{AgentLog, Restored};
 use crate::engine::permissions::ChainPolicy;
+use crate::engine::records::profile_bind;
 use crate::engine::runtime::{AgentConfig, PermissionPolicy};
 use crate::hooks::{CommonPayload, HookEventData, HookRunner, HookSet, load_hooks_from_str};
 use crate::permission::{PermissionState, SessionApprovals, Workspace};
-use crate::prompt::{PromptVars, cwd_listing, discover_agents_md, render_system_prompt};
+use crate::profile::catalog::load_agent_file;
+use crate::profile::{
+    AgentDirs, DEFAULT_MAIN, Profile, ProfileCatalog, ProfileSource, PromptEnv, registry_for,
+    render_profile_prompt,
+};
+use crate::subagent::{AgentTool, HostParts, SubagentHost};
 
 #[derive(Debug, thiserror::Error)]
 pub enum SessionError {
@@ -33,6 +38,21 @@ pub enum SessionError {
         "no session {0} was found under {1}; list sessions with `kimi-rs -S` or start a new one"
     )]
     NotFound(String, PathBuf),
+    #[error(transparent)]
+    Profile(#[from] crate::profile::ProfileError),
+}
+
+/// Which profile the main agent of a new session is bound to (a resumed session keeps the one
+/// its journal names).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub enum AgentChoice {
+    /// `agent`, or a custom file that overrides it.
+    #[default]
+    Default,
+    /// `--agent <name>`: a built-in or discovered profile.
+    Named(String),
+    /// `--agent-file <path>`: a custom agent file, which must be valid.
+    File(PathBuf),
 }
 
 /// Which session to open.
@@ -63,14 +83,22 @@ pub struct SessionSetup {
     pub fsync: FsyncPolicy,
     /// Tools, skills and other additions the front end brings (MCP servers, skill catalog).
     pub extensions: SessionExtensions,
+    /// The main agent's profile (new sessions only).
+    pub agent: AgentChoice,
 }
+
+/// Builds tools for the session with the given id.
+pub type SessionToolFactory = Arc<dyn Fn(&str) -> Vec<Arc<dyn kimi_tools::Tool>> + Send + Sync>;
 
 /// What a front end adds to a session beyond the built-in tools.
 #[derive(Default, Clone)]
 pub struct SessionExtensions {
-    /// Registered after the built-in tools (MCP tools, the Skill tool); a tool with a built-in's
-    /// name replaces it.
+    /// Registered after the built-in tools (MCP tools); a tool with a built-in's name replaces
+    /// it.
     pub tools: Vec<Arc<dyn kimi_tools::Tool>>,
+    /// Tools that need the session id (the Skill tool fills `${KIMI_SESSION_ID}`), built once
+    /// the session is open and registered like `tools`.
+    pub session_tools: Vec<SessionToolFactory>,
     /// The skills listing rendered into the system prompt's `skills` variable.
     pub skills_prompt: String,
     /// Skill roots: readable like the workspace (never writable).
@@ -94,8 +122,11 @@ pub struct OpenedSession {
     pub resumed: bool,
     pub restored: Restored,
     pub agent: SpawnedAgent,
-    /// Problems found while loading configuration (invalid hooks), for the front end to show.
+    /// Problems found while loading configuration (invalid hooks, skipped agent files), for
+    /// the front end to show.
     pub warnings: Vec<String>,
+    /// The profile the main agent is bound to.
+    pub profile: crate::profile::Profile,
 }
 
 /// The executable that can act as the sandbox helper (`kimi-rs __sandbox-exec`). The binary
@@ -231,56 +262,14 @@ fn find_session(store: &SessionStore, id: &str) -> Option<(String, String)> {
         .map(|e| (e.workdir_key, e.id))
 }
 
-fn system_prompt_record(text: &str) -> RecordPayload {
-    let mut map = Map::new();
-    map.insert("type".into(), Value::from("profile.bind"));
-    map.insert("profile".into(), Value::from("default"));
-    map.insert("systemPrompt".into(), Value::from(text));
-    RecordPayload::Other(map)
-}
-
-fn render_prompt(
-    home: &Path,
-    cwd: &Path,
-    additional: &[PathBuf],
-    skills: &str,
-) -> Result<String, SessionError> {
-    let agents_md = discover_agents_md(home, std::env::home_dir().as_deref(), cwd);
-    let shell = std::env::var("SHELL").unwrap_or_else(|_| "/bin/sh".to_owned());
-    let shell_name = Path::new(&shell)
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_else(|| shell.clone());
-    let vars = PromptVars {
-        os: std::env::consts::OS.to_owned(),
-        shell: format!("{shell_name} (`{shell}`)"),
-        now: crate::engine::log::now_iso(),
-        cwd: cwd.display().to_string(),
-        cwd_listing: cwd_listing(cwd),
-        agents_md: agents_md.render(),
-        additional_dirs_info: additional
-            .iter()
-            .map(|d| format!("- {}", d.display()))
-            .collect::<Vec<_>>()
-            .join("\n"),
-        skills: skills.to_owned(),
-        ..PromptVars::default()
-    };
-    let system_md = std::fs::read_to_string(home.join("SYSTEM.md")).ok();
-    Ok(render_system_prompt(vars, system_md.as_deref())?)
-}
-
-/// The built-in tools followed by the front end's.
-fn registry(extensions: &SessionExtensions) -> kimi_tools::ToolRegistry {
-    let mut registry = kimi_tools::builtin::default_registry();
-    for tool in &extensions.tools {
-        registry.register(tool.clone());
-    }
-    registry
-}
-
 pub fn open_session(setup: SessionSetup) -> Result<OpenedSession, SessionError> {
     let store = SessionStore::new(Home::new(&setup.home));
+    let explicit = match &setup.agent {
+        AgentChoice::File(path) => Some(setup.cwd.join(path)),
+        AgentChoice::Default | AgentChoice::Named(_) => None,
+    };
+    let dirs = AgentDirs::standard(&setup.home, std::env::home_dir().as_deref(), &setup.cwd);
+    let (catalog, mut warnings) = ProfileCatalog::load(&dirs, explicit.as_deref())?;
     let target = match &setup.resume {
         Resume::New => None,
         Resume::Id(id) => Some(
@@ -289,6 +278,11 @@ pub fn open_session(setup: SessionSetup) -> Result<OpenedSession, SessionError> 
         ),
         Resume::Latest => latest_session(&store, &setup.cwd),
     };
+    // A bad `--agent`/`--agent-file` fails before a session directory is created.
+    let chosen = match target {
+        Some(_) => None,
+        None => Some(choose_profile(&catalog, &setup.agent, explicit.as_deref())?),
+    };
     let (session, resumed) = match target {
         Some((key, id)) => (store.open(&key, &id)?, true),
         None => (store.create(&setup.cwd)?, false),
@@ -296,14 +290,27 @@ pub fn open_session(setup: SessionSetup) -> Result<OpenedSession, SessionError> 
     let journal = session.journal_path(MAIN_AGENT);
     let options = JournalOptions { fsync: setup.fsync };
     let (log, restored) = AgentLog::open(&journal, MAIN_AGENT, options)?;
+    let profile = match chosen {
+        Some(profile) => profile,
+        None => {
+            if setup.agent != AgentChoice::Default {
+                warnings.push(
+                    "a resumed session keeps the agent it was started with; the requested agent was ignored"
+                        .to_owned(),
+                );
+            }
+            restored_profile(&catalog, restored.profile.as_ref(), &mut warnings)
+        }
+    };
+    let prompt_env = PromptEnv {
+        home: setup.home.clone(),
+        cwd: setup.cwd.clone(),
+        additional_dirs: setup.additional_dirs.clone(),
+        skills: setup.extensions.skills_prompt.clone(),
+    };
     let system_prompt = match &restored.system_prompt {
         Some(text) => text.clone(),
-        None => render_prompt(
-            &setup.home,
-            &setup.cwd,
-            &setup.additional_dirs,
-            &setup.extensions.skills_prompt,
-        )?,
+        None => render_profile_prompt(&profile, &prompt_env, true)?,
     };
     let agent_dir = journal
         .parent()
@@ -324,11 +331,32 @@ pub fn open_session(setup: SessionSetup) -> Result<OpenedSession, SessionError> 
         }
         None => setup.permissions,
     };
-    let (hooks, mut hook_warnings) = load_hooks(&setup.home, &setup.cwd, &session.state.id);
+    let (hooks, hook_warnings) = load_hooks(&setup.home, &setup.cwd, &session.state.id);
+    warnings.extend(hook_warnings);
     match sandbox_launcher(&setup.home, &setup.cwd, &setup.additional_dirs) {
         Ok(launcher) => ctx.settings.launcher = launcher,
-        Err(warning) => hook_warnings.push(warning),
+        Err(warning) => warnings.push(warning),
     }
+    let mut extension_tools = setup.extensions.tools.clone();
+    for factory in &setup.extensions.session_tools {
+        extension_tools.extend(factory(&session.state.id));
+    }
+    let subagents = SubagentHost::new(HostParts {
+        session: session.clone(),
+        prompt_env,
+        provider: setup.provider.clone(),
+        params: setup.params.clone(),
+        max_context_tokens: setup.max_context_tokens,
+        max_steps_per_turn: setup.max_steps_per_turn,
+        retry: setup.retry.clone(),
+        permissions: permissions.clone(),
+        hooks: hooks.clone(),
+        base_ctx: ctx.clone(),
+        extension_tools: extension_tools.clone(),
+        catalog,
+        caller: profile.clone(),
+        fsync: setup.fsync,
+    });
     let config = AgentConfig {
         session_id: session.state.id.clone(),
         system_prompt: system_prompt.clone(),
@@ -337,7 +365,7 @@ pub fn open_session(setup: SessionSetup) -> Result<OpenedSession, SessionError> 
         max_context_tokens: setup.max_context_tokens,
         max_steps_per_turn: setup.max_steps_per_turn,
         retry: setup.retry,
-        tools: Arc::new(registry(&setup.extensions)),
+        tools: Arc::new(main_registry(&profile, &extension_tools, &subagents)),
         tool_ctx: Arc::new(ctx),
         permissions,
         hooks: hooks.clone(),
@@ -349,17 +377,19 @@ pub fn open_session(setup: SessionSetup) -> Result<OpenedSession, SessionError> 
     let queued = restored.queued_prompts.clone();
     let bind = restored.system_prompt.is_none();
     let agent = spawn_agent(config, log, queued);
+    subagents.attach(agent.handle.runtime());
     if bind {
-        agent
-            .handle
-            .runtime()
-            .commit(vec![system_prompt_record(&system_prompt)]);
+        agent.handle.runtime().commit(vec![profile_bind(
+            &profile.name,
+            profile.file(),
+            &system_prompt,
+        )]);
     }
     if let Some(hooks) = hooks {
         hooks.fire_and_forget(HookEventData::SessionStart {
             source: if resumed { "resume" } else { "startup" }.to_owned(),
             model: agent.handle.runtime().config.provider.model().to_owned(),
-            profile: "default".to_owned(),
+            profile: profile.name.clone(),
         });
     }
     Ok(OpenedSession {
@@ -367,6 +397,72 @@ pub fn open_session(setup: SessionSetup) -> Result<OpenedSession, SessionError> 
         resumed,
         restored,
         agent,
-        warnings: hook_warnings,
+        warnings,
+        profile,
     })
+}
+
+/// The profile a new session's main agent is bound to.
+fn choose_profile(
+    catalog: &ProfileCatalog,
+    choice: &AgentChoice,
+    explicit: Option<&Path>,
+) -> Result<Profile, SessionError> {
+    match (choice, explicit) {
+        (AgentChoice::File(_), Some(path)) => {
+            // Bound as written, even when its name matches a built-in it did not override.
+            Ok(load_agent_file(path, ProfileSource::Explicit(path.to_owned()))?.0)
+        }
+        (AgentChoice::Named(name), _) => Ok(catalog.require(name)?.clone()),
+        (AgentChoice::Default | AgentChoice::File(_), _) => {
+            Ok(catalog.require(DEFAULT_MAIN)?.clone())
+        }
+    }
+}
+
+/// The profile a resumed main agent was bound to; journals from before profiles (`default`)
+/// and profiles that have disappeared fall back to the default one.
+fn restored_profile(
+    catalog: &ProfileCatalog,
+    bound: Option<&BoundProfile>,
+    warnings: &mut Vec<String>,
+) -> Profile {
+    let default = || {
+        catalog
+            .get(DEFAULT_MAIN)
+            .cloned()
+            .unwrap_or_else(crate::profile::builtin::default_main)
+    };
+    let Some(bound) = bound.filter(|b| b.name != "default") else {
+        return default();
+    };
+    if let Some(file) = &bound.file
+        && let Ok((profile, _)) = load_agent_file(file, ProfileSource::Explicit(file.clone()))
+    {
+        return profile;
+    }
+    if let Some(profile) = catalog.get(&bound.name) {
+        return profile.clone();
+    }
+    warnings.push(format!(
+        "this session was started with agent `{}`, which no longer exists; continuing with the default agent's tools",
+        bound.name
+    ));
+    default()
+}
+
+/// The main agent's tools: the built-ins, the front end's, and `Agent`, as its profile allows.
+fn main_registry(
+    profile: &Profile,
+    extension_tools: &[Arc<dyn kimi_tools::Tool>],
+    subagents: &Arc<SubagentHost>,
+) -> kimi_tools::ToolRegistry {
+    let mut all = kimi_tools::builtin::default_registry();
+    for tool in extension_tools {
+        all.register(tool.clone());
+    }
+    all.register(Arc::new(AgentTool::new(subagents.clone())));
+    let tools: Vec<Arc<dyn kimi_tools::Tool>> =
+        all.names().iter().filter_map(|n| all.get(n)).collect();
+    registry_for(profile, &tools)
 }

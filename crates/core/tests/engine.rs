@@ -12,5 +12,7 @@ mod compaction;
 mod errors;
 #[path = "engine/interrupts.rs"]
 mod interrupts;
+#[path = "engine/subagents.rs"]
+mod subagents;
 #[path = "engine/tasks.rs"]
 mod tasks;

@@ -38,6 +38,7 @@ fn setup(
         tool_env: vec![("PATH".into(), std::env::var("PATH").unwrap_or_default())],
         fsync: FsyncPolicy::Never,
         extensions: Default::default(),
+        agent: Default::default(),
     }
 }
 

@@ -39,8 +39,18 @@ pub struct Restored {
     pub queued_prompts: Vec<QueuedPrompt>,
     /// The system prompt journaled when the agent was bound (`profile.bind`), reused on resume.
     pub system_prompt: Option<String>,
+    /// The profile named by that `profile.bind` record, and the agent file it came from (when
+    /// it was a custom one), so a resumed agent keeps its tools.
+    pub profile: Option<BoundProfile>,
     /// Approval answers (`permission.record_approval_result`): session approvals survive resume.
     pub approvals: Vec<kimi_protocol::record::ApprovalResult>,
+}
+
+/// The profile an agent was bound to, as journaled.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BoundProfile {
+    pub name: String,
+    pub file: Option<std::path::PathBuf>,
 }
 
 /// A prompt waiting for its turn; journaled as `prompt.queued` so a restart keeps it.
@@ -94,6 +104,26 @@ impl AgentLog {
                 }
                 _ => None,
             });
+        let profile = input
+            .all
+            .iter()
+            .rev()
+            .find_map(|r| match &r.record.payload {
+                RecordPayload::Other(map)
+                    if map.get("type").and_then(serde_json::Value::as_str)
+                        == Some("profile.bind") =>
+                {
+                    let name = map.get("profile").and_then(serde_json::Value::as_str)?;
+                    Some(BoundProfile {
+                        name: name.to_owned(),
+                        file: map
+                            .get("profileFile")
+                            .and_then(serde_json::Value::as_str)
+                            .map(std::path::PathBuf::from),
+                    })
+                }
+                _ => None,
+            });
         let approvals = input
             .all
             .iter()
@@ -123,6 +153,7 @@ impl AgentLog {
                 skipped,
                 queued_prompts,
                 system_prompt,
+                profile,
                 approvals,
             },
         ))

@@ -151,3 +151,23 @@ pub fn prompt_queued(prompt_id: &str, input: &[ContentPart]) -> RecordPayload {
 pub fn new_id(prefix: &str) -> String {
     format!("{prefix}{}", uuid::Uuid::new_v4().simple())
 }
+
+/// `profile.bind`: the profile an agent runs as and its rendered system prompt (reused on
+/// resume so the provider's prompt cache stays warm). `file` names a custom agent file.
+pub fn profile_bind(
+    profile: &str,
+    file: Option<&std::path::Path>,
+    system_prompt: &str,
+) -> RecordPayload {
+    let mut map = Map::new();
+    map.insert("type".into(), Value::from("profile.bind"));
+    map.insert("profile".into(), Value::from(profile));
+    if let Some(file) = file {
+        map.insert(
+            "profileFile".into(),
+            Value::from(file.display().to_string()),
+        );
+    }
+    map.insert("systemPrompt".into(), Value::from(system_prompt));
+    RecordPayload::Other(map)
+}

@@ -7,4 +7,4 @@ pub mod template;
 
 pub use agents_md::{AgentsMd, AgentsMdFile, discover_agents_md};
 pub use listing::cwd_listing;
-pub use template::{PromptError, PromptVars, render_system_prompt};
+pub use template::{PromptError, PromptVars, render_agent_template, render_system_prompt};

@@ -168,6 +168,25 @@ pub fn render_system_prompt(
     Ok(collapse_blank_runs(&rendered))
 }
 
+/// Render a custom agent file's body (§8.2): `${name}` variables (and minijinja syntax when
+/// present), with `${base_prompt}` standing for `base`, the effective default prompt.
+pub fn render_agent_template(
+    vars: PromptVars,
+    source_name: &str,
+    body: &str,
+    base: String,
+) -> Result<String, PromptError> {
+    let mut vars = vars.with_defaults();
+    vars.base_prompt = base;
+    let substituted = substitute_dollar_vars(body, &vars);
+    let rendered = if body.contains("{{") || body.contains("{%") {
+        render_jinja(source_name, &substituted, &vars)?
+    } else {
+        substituted
+    };
+    Ok(collapse_blank_runs(&rendered))
+}
+
 /// Optional sections leave runs of blank lines behind; keep at most one.
 fn collapse_blank_runs(text: &str) -> String {
     let mut out = String::with_capacity(text.len());

@@ -8,7 +8,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use kimi_core::engine::runtime::ApproveAll;
-use kimi_core::session::{OpenedSession, Resume, SessionSetup, open_session};
+use kimi_core::session::{AgentChoice, OpenedSession, Resume, SessionSetup, open_session};
 use kimi_llm::scripted::ScriptTurn;
 use kimi_llm::{ModelParams, Provider, ProviderType, RetryPolicy, build_provider};
 use kimi_protocol::ContentPart;
@@ -55,6 +55,8 @@ pub struct Options {
     pub retry: RetryPolicy,
     /// Wraps the HTTP provider (e.g. to route summary requests to a second server).
     pub wrap: Option<WrapProvider>,
+    /// The main agent's profile.
+    pub agent: AgentChoice,
 }
 
 impl Options {
@@ -70,6 +72,7 @@ impl Options {
                 jitter_ratio: 0.0,
             },
             wrap: None,
+            agent: AgentChoice::Default,
         }
     }
 }
@@ -111,6 +114,7 @@ impl Session {
             tool_env: std::env::vars().collect(),
             fsync: FsyncPolicy::Never,
             extensions: Default::default(),
+            agent: options.agent,
         };
         let opened = open_session(setup).expect("open session");
         Session {

@@ -1,0 +1,126 @@
+//! Turning a profile into what an agent runs with: its system prompt (the built-in template
+//! with the profile's role text, `SYSTEM.md` for the main agent, or a custom file's template)
+//! and its tool registry.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use kimi_tools::{Tool, ToolRegistry};
+
+use super::Profile;
+use crate::prompt::{
+    PromptError, PromptVars, cwd_listing, discover_agents_md, render_agent_template,
+    render_system_prompt,
+};
+
+/// The surroundings every prompt of a session is rendered against.
+#[derive(Debug, Clone)]
+pub struct PromptEnv {
+    pub home: PathBuf,
+    pub cwd: PathBuf,
+    pub additional_dirs: Vec<PathBuf>,
+    /// The skills listing (shown only to profiles that have the Skill tool).
+    pub skills: String,
+}
+
+fn base_vars(env: &PromptEnv) -> PromptVars {
+    let agents_md = discover_agents_md(&env.home, std::env::home_dir().as_deref(), &env.cwd);
+    let shell = std::env::var("SHELL").unwrap_or_else(|_| "/bin/sh".to_owned());
+    let shell_name = Path::new(&shell)
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_else(|| shell.clone());
+    PromptVars {
+        os: std::env::consts::OS.to_owned(),
+        shell: format!("{shell_name} (`{shell}`)"),
+        now: crate::engine::log::now_iso(),
+        cwd: env.cwd.display().to_string(),
+        cwd_listing: cwd_listing(&env.cwd),
+        agents_md: agents_md.render(),
+        additional_dirs_info: env
+            .additional_dirs
+            .iter()
+            .map(|d| format!("- {}", d.display()))
+            .collect::<Vec<_>>()
+            .join("\n"),
+        ..PromptVars::default()
+    }
+}
+
+/// The system prompt of an agent bound to `profile`. `main` = the session's main agent: only
+/// it reads `$KIMI_RS_HOME/SYSTEM.md` as its default prompt (custom files still see it as
+/// `${base_prompt}`).
+pub fn render_profile_prompt(
+    profile: &Profile,
+    env: &PromptEnv,
+    main: bool,
+) -> Result<String, PromptError> {
+    let mut vars = base_vars(env);
+    if profile.allows_tool("Skill") {
+        vars.skills.clone_from(&env.skills);
+    }
+    let system_md = std::fs::read_to_string(env.home.join("SYSTEM.md")).ok();
+    match &profile.template {
+        None => {
+            vars.role_additional.clone_from(&profile.role);
+            let system_md = if main { system_md.as_deref() } else { None };
+            render_system_prompt(vars, system_md)
+        }
+        Some(template) => {
+            let base = render_system_prompt(vars.clone(), system_md.as_deref())?;
+            let source = profile
+                .file()
+                .map_or_else(|| profile.name.clone(), |p| p.display().to_string());
+            render_agent_template(vars, &source, template, base)
+        }
+    }
+}
+
+/// The tools of `available` (in order) the profile allows.
+pub fn registry_for<'a>(
+    profile: &Profile,
+    available: impl IntoIterator<Item = &'a Arc<dyn Tool>>,
+) -> ToolRegistry {
+    let mut registry = ToolRegistry::new();
+    for tool in available {
+        if profile.allows_tool(tool.name()) {
+            registry.register(tool.clone());
+        }
+    }
+    registry
+}
+
+/// A short `<git-context>` block (branch, status, recent commits) for exploration tasks;
+/// empty outside a repository or when git is slow or missing.
+pub async fn git_context(cwd: &Path) -> String {
+    async fn git(cwd: &Path, args: &[&str]) -> Option<String> {
+        let run = tokio::process::Command::new("git")
+            .args(args)
+            .current_dir(cwd)
+            .stdin(std::process::Stdio::null())
+            .kill_on_drop(true)
+            .output();
+        // Context is a nicety: never hold the task up for it.
+        let output = tokio::time::timeout(std::time::Duration::from_secs(3), run)
+            .await
+            .ok()?
+            .ok()?;
+        output
+            .status
+            .success()
+            .then(|| String::from_utf8_lossy(&output.stdout).trim().to_owned())
+    }
+    let Some(branch) = git(cwd, &["rev-parse", "--abbrev-ref", "HEAD"]).await else {
+        return String::new();
+    };
+    let status = git(cwd, &["status", "--short"]).await.unwrap_or_default();
+    let status: String = status.lines().take(30).collect::<Vec<_>>().join("\n");
+    let log = git(cwd, &["log", "--oneline", "-5"])
+        .await
+        .unwrap_or_default();
+    format!(
+        "<git-context>\nBranch: {branch}\nChanged files:\n{}\nRecent commits:\n{}\n</git-context>\n\n",
+        if status.is_empty() { "(none)" } else { &status },
+        if log.is_empty() { "(none)" } else { &log },
+    )
+}

@@ -1,0 +1,301 @@
+//! Running one subagent task: open (or reopen) its journal, start it as an ordinary agent,
+//! submit the task, follow its events to the end of the turn (forwarding approval requests to
+//! the caller, summing usage, keeping the last assistant text), apply the summary policy, and
+//! shut it down so its journal is complete and unlocked.
+
+use std::sync::Arc;
+
+use kimi_protocol::ops::{ApprovalDecision, ApprovalRequest, Event, Op, TurnEndReason, Usage};
+use kimi_protocol::{ContentPart, Origin};
+use kimi_store::JournalOptions;
+use kimi_tools::ToolContext;
+use tokio_util::sync::CancellationToken;
+
+use super::{SubagentError, SubagentHost};
+use crate::engine::agent::{AgentHandle, spawn_agent};
+use crate::engine::executor::UserAnswer;
+use crate::engine::log::AgentLog;
+use crate::engine::records as rec;
+use crate::engine::runtime::AgentConfig;
+use crate::profile::builtin::{SUMMARY_CONTINUATION, SUMMARY_MIN_CHARS};
+use crate::profile::catalog::load_agent_file;
+use crate::profile::{Profile, ProfileSource, registry_for, render_profile_prompt};
+
+/// What to run.
+#[derive(Debug, Clone)]
+pub enum Target {
+    New(Box<Profile>),
+    /// Continue an existing subagent of this session.
+    Resume(String),
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum RunStatus {
+    Completed,
+    Cancelled,
+    Failed(String),
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct RunOutcome {
+    pub agent_id: String,
+    pub profile: String,
+    pub status: RunStatus,
+    /// The final assistant text of the run.
+    pub text: String,
+    pub usage: Usage,
+}
+
+/// Releases the agent id however the run ends (including the caller dropping the future).
+struct Claim<'a> {
+    host: &'a SubagentHost,
+    agent_id: String,
+}
+
+impl Drop for Claim<'_> {
+    fn drop(&mut self) {
+        self.host.release(&self.agent_id);
+    }
+}
+
+fn add_usage(total: &mut Usage, more: &Usage) {
+    total.input_other += more.input_other;
+    total.output += more.output;
+    total.input_cache_read += more.input_cache_read;
+    total.input_cache_creation += more.input_cache_creation;
+}
+
+/// Follows one turn of the subagent to its end.
+struct Follower<'a> {
+    host: &'a SubagentHost,
+    handle: AgentHandle,
+    events: tokio::sync::mpsc::UnboundedReceiver<Event>,
+    usage: Usage,
+    last_text: String,
+    /// Approval ids registered with the caller, withdrawn when the run ends.
+    forwarded: Vec<String>,
+}
+
+impl Follower<'_> {
+    async fn turn(&mut self, input: String, cancel: &CancellationToken) -> RunStatus {
+        self.last_text.clear();
+        if !self.handle.send(Op::Submit {
+            input: vec![ContentPart::text(input)],
+            origin: Some(Origin::user()),
+        }) {
+            return RunStatus::Failed("the subagent stopped before its task was sent".to_owned());
+        }
+        let mut cancel_sent = false;
+        loop {
+            let event = tokio::select! {
+                event = self.events.recv() => event,
+                () = cancel.cancelled(), if !cancel_sent => {
+                    cancel_sent = true;
+                    self.handle.send(Op::Cancel { queued: true });
+                    continue;
+                }
+            };
+            let Some(event) = event else {
+                return RunStatus::Failed("the subagent stopped unexpectedly".to_owned());
+            };
+            match event {
+                Event::Usage { usage, .. } => add_usage(&mut self.usage, &usage),
+                Event::AssistantMessage { message } => {
+                    let text = message.text();
+                    if !text.trim().is_empty() {
+                        self.last_text = text;
+                    }
+                }
+                Event::ApprovalRequested(request) => self.forward_approval(request),
+                Event::TurnEnded { reason, error, .. } => {
+                    return match reason {
+                        TurnEndReason::Completed => RunStatus::Completed,
+                        TurnEndReason::Cancelled => RunStatus::Cancelled,
+                        TurnEndReason::Failed | TurnEndReason::Blocked => RunStatus::Failed(
+                            error.unwrap_or_else(|| "the subagent's turn failed".to_owned()),
+                        ),
+                    };
+                }
+                _ => {}
+            }
+        }
+    }
+
+    /// A subagent's approval request goes to the caller's front end (which answers through
+    /// the caller's `Op::Approve`), and the answer is relayed back.
+    fn forward_approval(&mut self, request: ApprovalRequest) {
+        let request_id = request.request_id.clone();
+        let Some(parent) = self.host.parent() else {
+            self.handle.send(Op::Approve {
+                request_id,
+                decision: ApprovalDecision::Reject,
+            });
+            return;
+        };
+        let (tx, rx) = tokio::sync::oneshot::channel();
+        parent.shared().approvals.insert(request_id.clone(), tx);
+        parent.emit(Event::ApprovalRequested(request));
+        self.forwarded.push(request_id.clone());
+        let child = self.handle.clone();
+        tokio::spawn(async move {
+            let Ok(answer) = rx.await else { return };
+            let decision = match answer {
+                UserAnswer::Approve => ApprovalDecision::ApproveOnce,
+                UserAnswer::ApproveForSession => ApprovalDecision::ApproveForSession,
+                UserAnswer::Reject(None) => ApprovalDecision::Reject,
+                UserAnswer::Reject(Some(feedback)) => {
+                    ApprovalDecision::RejectWithFeedback { feedback }
+                }
+            };
+            child.send(Op::Approve {
+                request_id,
+                decision,
+            });
+        });
+    }
+}
+
+impl SubagentHost {
+    fn resolve_bound(
+        &self,
+        agent_id: &str,
+        bound: Option<crate::engine::log::BoundProfile>,
+    ) -> Result<Profile, SubagentError> {
+        let Some(bound) = bound else {
+            return Err(SubagentError::NoSuchAgent(agent_id.to_owned()));
+        };
+        if let Some(profile) = self.catalog.get(&bound.name) {
+            return Ok(profile.clone());
+        }
+        bound
+            .file
+            .and_then(|file| load_agent_file(&file, ProfileSource::Explicit(file.clone())).ok())
+            .map(|(profile, _)| profile)
+            .ok_or(SubagentError::ProfileGone {
+                agent: agent_id.to_owned(),
+                profile: bound.name,
+            })
+    }
+
+    /// Run `prompt` as a new subagent or on an existing one, to the end of its turn.
+    pub async fn run(
+        &self,
+        target: Target,
+        prompt: String,
+        cancel: CancellationToken,
+    ) -> Result<RunOutcome, SubagentError> {
+        let agent_id = match &target {
+            Target::New(_) => self.new_agent_id(),
+            Target::Resume(id) => id.clone(),
+        };
+        let journal = self.journal_path(&agent_id);
+        if let Target::Resume(_) = &target
+            && (agent_id == kimi_store::MAIN_AGENT || !journal.exists())
+        {
+            return Err(SubagentError::NoSuchAgent(agent_id));
+        }
+        if !self.claim(&agent_id) {
+            return Err(SubagentError::Busy(agent_id));
+        }
+        let _claim = Claim {
+            host: self,
+            agent_id: agent_id.clone(),
+        };
+        let options = JournalOptions { fsync: self.fsync };
+        let (log, restored) = AgentLog::open(&journal, &agent_id, options)?;
+        let profile = match target {
+            Target::New(profile) => *profile,
+            Target::Resume(_) => self.resolve_bound(&agent_id, restored.profile.clone())?,
+        };
+        let system_prompt = match &restored.system_prompt {
+            Some(text) => text.clone(),
+            None => render_profile_prompt(&profile, &self.prompt_env, false)?,
+        };
+        let agent_dir = journal
+            .parent()
+            .map_or_else(|| self.session.dir.clone(), std::path::Path::to_path_buf);
+        let mut ctx = ToolContext::new(&self.base_ctx.cwd, &agent_dir);
+        ctx.additional_dirs
+            .clone_from(&self.base_ctx.additional_dirs);
+        ctx.skill_roots.clone_from(&self.base_ctx.skill_roots);
+        ctx.env.clone_from(&self.base_ctx.env);
+        ctx.settings = self.base_ctx.settings.clone();
+        // Subagents never delegate further, so chains end here.
+        let builtins = kimi_tools::builtin::default_registry();
+        let available: Vec<Arc<dyn kimi_tools::Tool>> = builtins
+            .names()
+            .iter()
+            .filter_map(|n| builtins.get(n))
+            .chain(self.extension_tools.iter().cloned())
+            .filter(|t| t.name() != "Agent")
+            .collect();
+        let config = AgentConfig {
+            session_id: self.session.state.id.clone(),
+            system_prompt: system_prompt.clone(),
+            provider: self.provider.clone(),
+            params: self.params.clone(),
+            max_context_tokens: self.max_context_tokens,
+            max_steps_per_turn: self.max_steps_per_turn,
+            retry: self.retry.clone(),
+            tools: Arc::new(registry_for(&profile, &available)),
+            tool_ctx: Arc::new(ctx),
+            permissions: self.permissions.clone(),
+            hooks: self.hooks.clone(),
+            session_meta: None,
+        };
+        let spawned = spawn_agent(config, log, Vec::new());
+        if restored.system_prompt.is_none() {
+            spawned.handle.runtime().commit(vec![rec::profile_bind(
+                &profile.name,
+                profile.file(),
+                &system_prompt,
+            )]);
+        }
+        let mut follower = Follower {
+            host: self,
+            handle: spawned.handle.clone(),
+            events: spawned.events,
+            usage: Usage::default(),
+            last_text: String::new(),
+            forwarded: Vec::new(),
+        };
+        let mut input = prompt;
+        if profile.git_context && restored.system_prompt.is_none() {
+            input = format!(
+                "{}{input}",
+                crate::profile::git_context(&self.base_ctx.cwd).await
+            );
+        }
+        let mut status = follower.turn(input, &cancel).await;
+        if status == RunStatus::Completed
+            && profile.summary_policy
+            && follower.last_text.trim().chars().count() < SUMMARY_MIN_CHARS
+        {
+            let first = std::mem::take(&mut follower.last_text);
+            status = follower
+                .turn(SUMMARY_CONTINUATION.to_owned(), &cancel)
+                .await;
+            if follower.last_text.trim().is_empty() {
+                follower.last_text = first;
+            }
+        }
+        if let Some(parent) = self.parent() {
+            let mut shared = parent.shared();
+            for id in &follower.forwarded {
+                shared.approvals.remove(id);
+            }
+        }
+        follower.handle.send(Op::Shutdown);
+        drop(follower.handle);
+        // The runner releases the journal lock when it ends; a resume right after must find
+        // it free.
+        let _ = spawned.join.await;
+        Ok(RunOutcome {
+            agent_id,
+            profile: profile.name,
+            status,
+            text: follower.last_text,
+            usage: follower.usage,
+        })
+    }
+}

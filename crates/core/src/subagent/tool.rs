@@ -1,0 +1,216 @@
+//! The `Agent` tool (surface.md §2.5): hands a task to a subagent and returns its final
+//! message. Foreground only: the call waits for the subagent's turn to end, and cancelling
+//! the caller's turn cancels the subagent's.
+
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use kimi_tools::tool::parse_args;
+use kimi_tools::{
+    Execution, ProgressSink, Resolution, RuleSubject, Tool, ToolContext, ToolDisplay, ToolError,
+    ToolPlan, ToolResult,
+};
+use serde::Deserialize;
+use serde_json::{Value, json};
+use tokio_util::sync::CancellationToken;
+
+use super::SubagentHost;
+use super::run::{RunOutcome, RunStatus, Target};
+use crate::profile::DEFAULT_SUBAGENT;
+
+const DESCRIPTION: &str = "Hand a self-contained task to a subagent. The subagent starts with an empty history, works on its own with the tools of its type, and its final message comes back as this tool's result; nothing else of its work is visible to you or the user.
+
+- Give it everything it needs in `prompt`: the goal, the relevant paths and facts you already know, constraints, and what its final report must contain.
+- Several independent tasks can run at once: make several Agent calls in the same response.
+- To continue a subagent with its history (follow-up work, a correction, or after an interruption), call Agent again with `resume` set to the agent_id its earlier result reported, and do not set `subagent_type`.
+- Verify a subagent's claims when they matter; it can be wrong.
+- Do not delegate trivial work you can do with one or two tool calls.";
+
+#[derive(Debug, Deserialize)]
+struct Params {
+    prompt: String,
+    description: String,
+    #[serde(default)]
+    subagent_type: Option<String>,
+    #[serde(default)]
+    resume: Option<String>,
+    #[serde(default)]
+    run_in_background: bool,
+}
+
+pub struct AgentTool {
+    host: Arc<SubagentHost>,
+}
+
+impl AgentTool {
+    pub fn new(host: Arc<SubagentHost>) -> AgentTool {
+        AgentTool { host }
+    }
+}
+
+fn format_outcome(outcome: &RunOutcome) -> ToolResult {
+    let usage = &outcome.usage;
+    let mut usage_line = format!(
+        "usage: input {}, output {}",
+        usage.input_other, usage.output
+    );
+    if usage.input_cache_read > 0 {
+        usage_line.push_str(&format!(", cache_read {}", usage.input_cache_read));
+    }
+    if usage.input_cache_creation > 0 {
+        usage_line.push_str(&format!(", cache_write {}", usage.input_cache_creation));
+    }
+    let head = format!(
+        "agent_id: {}\nactual_subagent_type: {}",
+        outcome.agent_id, outcome.profile
+    );
+    let resume_hint = format!(
+        "resume_hint: continue this subagent with its history via Agent(resume=\"{}\", prompt=\"...\") without subagent_type.",
+        outcome.agent_id
+    );
+    match &outcome.status {
+        RunStatus::Completed => ToolResult::ok(format!(
+            "{head}\nstatus: completed\n{usage_line}\n\n[summary]\n{}",
+            outcome.text
+        )),
+        RunStatus::Cancelled => ToolResult::error(format!(
+            "{head}\nstatus: cancelled\n{usage_line}\n\nThe subagent was interrupted before it finished; its partial work stays in its history.\n{resume_hint}"
+        )),
+        RunStatus::Failed(message) => ToolResult::error(format!(
+            "{head}\nstatus: failed\n{usage_line}\n\nsubagent error: {message}\n{resume_hint}"
+        )),
+    }
+}
+
+struct AgentExecution {
+    host: Arc<SubagentHost>,
+    target: Target,
+    prompt: String,
+    plan: ToolPlan,
+}
+
+#[async_trait]
+impl Execution for AgentExecution {
+    fn plan(&self) -> &ToolPlan {
+        &self.plan
+    }
+
+    async fn execute(
+        self: Box<Self>,
+        _ctx: &ToolContext,
+        cancel: CancellationToken,
+        _progress: ProgressSink,
+    ) -> ToolResult {
+        match self.host.run(self.target, self.prompt, cancel).await {
+            Ok(outcome) => format_outcome(&outcome),
+            Err(err) => ToolResult::error(format!("subagent error: {err}")),
+        }
+    }
+}
+
+#[async_trait]
+impl Tool for AgentTool {
+    fn name(&self) -> &str {
+        "Agent"
+    }
+
+    fn description(&self) -> String {
+        let mut text = DESCRIPTION.to_owned();
+        let types = self.host.allowed_types();
+        if !types.is_empty() {
+            text.push_str("\n\nAvailable agent types (pass via subagent_type; default ");
+            text.push_str(DEFAULT_SUBAGENT);
+            text.push_str("):");
+            for profile in types {
+                text.push_str(&format!("\n- {}: {}", profile.name, profile.description));
+                if let Some(when) = &profile.when_to_use {
+                    text.push(' ');
+                    text.push_str(when);
+                }
+                let tools = match &profile.tools {
+                    None if profile.disallowed_tools.is_empty() => "all".to_owned(),
+                    None => format!("all except {}", profile.disallowed_tools.join(", ")),
+                    Some(list) if list.is_empty() => "none".to_owned(),
+                    Some(list) => list.join(", "),
+                };
+                text.push_str(&format!("\n  Tools: {tools}"));
+            }
+        }
+        text
+    }
+
+    fn parameters(&self) -> Value {
+        json!({
+            "type": "object",
+            "properties": {
+                "prompt": {"type": "string", "description": "The complete task for the subagent."},
+                "description": {"type": "string", "description": "A short (3-5 word) label for the task."},
+                "subagent_type": {"type": "string", "description": "The agent type to start (default coder). Not allowed with resume."},
+                "resume": {"type": "string", "description": "The agent_id of an earlier subagent of this session to continue with its history."},
+                "run_in_background": {"type": "boolean", "description": "Not available in this build; leave unset."}
+            },
+            "required": ["prompt", "description"],
+            "additionalProperties": false
+        })
+    }
+
+    fn resolve(&self, args: Value, _ctx: &ToolContext) -> Result<Resolution, ToolError> {
+        let params: Params = parse_args(args)?;
+        let refuse = |text: String| Ok(Resolution::Result(ToolResult::error(text)));
+        if params.run_in_background {
+            return refuse(
+                "Background subagents are not available in this build. Call Agent again without run_in_background; several foreground Agent calls in one response run in parallel.".to_owned(),
+            );
+        }
+        let resume = params
+            .resume
+            .as_deref()
+            .map(str::trim)
+            .filter(|r| !r.is_empty());
+        let requested = params
+            .subagent_type
+            .as_deref()
+            .map(str::trim)
+            .filter(|t| !t.is_empty());
+        let (target, shown) = match (resume, requested) {
+            (Some(_), Some(_)) => {
+                return refuse(
+                    "`resume` continues an agent with the type it already has; drop `subagent_type` and call again.".to_owned(),
+                );
+            }
+            (Some(id), None) => (Target::Resume(id.to_owned()), id.to_owned()),
+            (None, requested) => {
+                let name = requested.unwrap_or(DEFAULT_SUBAGENT);
+                let allowed = self.host.allowed_types();
+                let Some(profile) = allowed.iter().find(|p| p.name == name) else {
+                    let names: Vec<&str> = allowed.iter().map(|p| p.name.as_str()).collect();
+                    return refuse(format!(
+                        "Agent type `{name}` is not available here. Use one of: {}.",
+                        names.join(", ")
+                    ));
+                };
+                (Target::New(Box::new((*profile).clone())), name.to_owned())
+            }
+        };
+        let plan = ToolPlan {
+            // A subagent's own tool calls are scheduled and permission-checked by itself.
+            accesses: Some(Vec::new()),
+            approval_rule: "Agent".to_owned(),
+            subject: RuleSubject::Text(shown.clone()),
+            display: ToolDisplay {
+                kind: "agent".to_owned(),
+                summary: format!("{shown}: {}", params.description),
+                detail: Some(params.prompt.clone()),
+                diff: None,
+            },
+            description: format!("Launching {shown} agent: {}", params.description),
+            stop_batch_after_this: false,
+        };
+        Ok(Resolution::Run(Box::new(AgentExecution {
+            host: self.host.clone(),
+            target,
+            prompt: params.prompt,
+            plan,
+        })))
+    }
+}
