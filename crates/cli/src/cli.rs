@@ -29,7 +29,7 @@ pub enum OutputFormat {
 }
 
 /// Flags of the main command (interactive or print mode).
-#[derive(Debug, Args)]
+#[derive(Debug, Clone, Args)]
 pub struct RunArgs {
     /// Run one prompt non-interactively (print mode) and exit.
     #[arg(short = 'p', long = "prompt")]
@@ -97,6 +97,8 @@ pub enum Command {
         #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
         args: Vec<std::ffi::OsString>,
     },
+    /// Serve the Agent Client Protocol on stdin/stdout for editors (Zed, JetBrains, …).
+    Acp,
     /// Developer tools.
     Debug {
         #[command(subcommand)]
@@ -181,6 +183,13 @@ pub fn main() -> ExitCode {
     }
     match cli.command {
         Some(Command::Demo { dir }) => match crate::demo::run(dir) {
+            Ok(code) => ExitCode::from(code),
+            Err(err) => {
+                eprintln!("kimi-rs: {err:#}");
+                ExitCode::FAILURE
+            }
+        },
+        Some(Command::Acp) => match crate::acp::run(&cli.run) {
             Ok(code) => ExitCode::from(code),
             Err(err) => {
                 eprintln!("kimi-rs: {err:#}");

@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use anyhow::Context;
 use base64::Engine as _;
 use kimi_core::permission::{ModeInputs, PermissionState, load_rules_from_str, resolve_mode};
-use kimi_core::session::{OpenedSession, Resume, open_session};
+use kimi_core::session::{AgentChoice, OpenedSession, Resume, SessionSetup, open_session};
 use kimi_protocol::ContentPart;
 use kimi_protocol::ops::Op;
 use kimi_store::{Home, SessionStore};
@@ -19,8 +19,9 @@ use kimi_tui::{
 };
 
 use crate::cli::RunArgs;
+use crate::extensions::{Extensions, expand_skill_command};
 use crate::print::resume_hint_command;
-use crate::run::{ModelChoice, resolve_model, setup};
+use crate::run::{ModelChoice, agent_choice, resolve_model, setup};
 
 const INIT_PROMPT: &str = "Analyze this repository and write an AGENTS.md at its root for coding agents: what the project is, how it is laid out, how to build, test and lint it, the conventions the code follows, and anything an agent must not do. Keep it short and factual; read the code before you write.";
 
@@ -32,9 +33,13 @@ struct Host {
     permissions: PermissionState,
     model_name: String,
     context_window: u64,
+    /// `--agent`/`--agent-file`: binds the first session only (`/new` starts a default one).
+    agent: std::sync::Mutex<AgentChoice>,
+    /// Skills and MCP servers, shared by every session this launch opens.
+    extensions: std::sync::Arc<Extensions>,
 }
 
-fn permission_state(home: &Path, args: &RunArgs) -> anyhow::Result<PermissionState> {
+pub(crate) fn permission_state(home: &Path, args: &RunArgs) -> anyhow::Result<PermissionState> {
     let path = home.join("config.toml");
     let text = std::fs::read_to_string(&path).unwrap_or_default();
     let config: toml::Value =
@@ -71,14 +76,24 @@ fn permission_state(home: &Path, args: &RunArgs) -> anyhow::Result<PermissionSta
 impl Host {
     fn open(&self, resume: Resume) -> anyhow::Result<OpenedSession> {
         let model: ModelChoice = resolve_model(&self.home, self.args_model.as_deref())?;
-        let opened = open_session(setup(
-            self.home.clone(),
-            self.cwd.clone(),
-            resume,
-            model,
-            self.additional_dirs.clone(),
-            Some(self.permissions.clone()),
-        ))?;
+        let agent = std::mem::take(
+            &mut *self
+                .agent
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner),
+        );
+        let opened = open_session(SessionSetup {
+            agent,
+            extensions: self.extensions.session(),
+            ..setup(
+                self.home.clone(),
+                self.cwd.clone(),
+                resume,
+                model,
+                self.additional_dirs.clone(),
+                Some(self.permissions.clone()),
+            )
+        })?;
         Ok(opened)
     }
 
@@ -325,7 +340,14 @@ async fn host_loop(
             }
             op = channels.ops.recv() => {
                 let Some(op) = op else { break };
-                opened.agent.handle.send(op);
+                match expand_skill_command(op, &host.extensions.skills, &opened.session.state.id) {
+                    Ok(op) => {
+                        opened.agent.handle.send(op);
+                    }
+                    Err(message) => {
+                        let _ = channels.host_updates.send(HostUpdate::Error(message)).await;
+                    }
+                }
             }
             request = channels.host_requests.recv() => {
                 let Some(request) = request else { break };
@@ -365,7 +387,8 @@ pub fn run(args: &RunArgs) -> anyhow::Result<u8> {
     let model_name = model.provider.model().to_owned();
     let context_window = model.max_context_tokens;
     drop(model);
-    let host = Host {
+    let mut host = Host {
+        extensions: std::sync::Arc::new(Extensions::without_mcp(&home, &cwd, &args.skills_dir)),
         permissions: permission_state(&home, args)?,
         home: home.clone(),
         cwd: cwd.clone(),
@@ -373,6 +396,7 @@ pub fn run(args: &RunArgs) -> anyhow::Result<u8> {
         additional_dirs: args.add_dir.clone(),
         model_name,
         context_window,
+        agent: std::sync::Mutex::new(agent_choice(args)),
     };
     let tui_config = TuiConfig::load(&home.join("tui.toml"))?;
     let no_color = std::env::var_os("NO_COLOR").is_some_and(|v| !v.is_empty());
@@ -390,6 +414,11 @@ pub fn run(args: &RunArgs) -> anyhow::Result<u8> {
         .build()
         .context("cannot start the async runtime")?;
     runtime.block_on(async move {
+        let extensions = std::sync::Arc::new(Extensions::load(&home, &cwd, &args.skills_dir).await);
+        host.extensions = extensions.clone();
+        for warning in &extensions.warnings {
+            eprintln!("kimi-rs: {warning}");
+        }
         let opened = host.open(resume)?;
         for warning in &opened.warnings {
             eprintln!("kimi-rs: {warning}");
@@ -415,6 +444,9 @@ pub fn run(args: &RunArgs) -> anyhow::Result<u8> {
             .context("the session host stopped unexpectedly")?;
         let id = opened.session.state.id.clone();
         close(opened).await;
+        if let Ok(extensions) = std::sync::Arc::try_unwrap(extensions) {
+            extensions.shutdown().await;
+        }
         ui_result?;
         eprintln!(
             "To resume this session: {}",

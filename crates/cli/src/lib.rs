@@ -1,9 +1,11 @@
 //! Library half of the `kimi-rs` binary, so integration tests can drive the same code the
 //! command line runs.
 
+pub mod acp;
 pub mod cli;
 pub mod conformance;
 pub mod demo;
+pub mod extensions;
 pub mod interactive;
 pub mod print;
 pub mod run;

@@ -9,7 +9,9 @@ use std::sync::Arc;
 use anyhow::{Context, anyhow};
 use kimi_core::engine::runtime::ApproveAll;
 use kimi_core::permission::{PermissionState, load_rules_from_str};
-use kimi_core::session::{OpenedSession, Resume, SessionSetup, latest_session, open_session};
+use kimi_core::session::{
+    AgentChoice, OpenedSession, Resume, SessionSetup, latest_session, open_session,
+};
 use kimi_llm::config::LlmConfig;
 use kimi_llm::{ModelParams, Provider, RetryPolicy, build_provider};
 use kimi_protocol::ContentPart;
@@ -18,6 +20,7 @@ use kimi_protocol::ops::{Event, Op, TurnEndReason};
 use kimi_store::{FsyncPolicy, Home, SessionStore};
 
 use crate::cli::{OutputFormat, RunArgs};
+use crate::extensions::{Extensions, expand_skill_command};
 use crate::print::{JsonWriter, TextWriter, TurnWriter, resume_hint_command};
 
 /// Exit status of print mode: 0 completed, 1 failed (or could not start), 130 cancelled.
@@ -95,6 +98,17 @@ pub fn setup(
         tool_env: std::env::vars().collect(),
         fsync: FsyncPolicy::EveryBatch,
         extensions: Default::default(),
+        agent: AgentChoice::Default,
+    }
+}
+
+/// The profile `--agent` / `--agent-file` ask for (validated in `cli.rs`; a resumed session
+/// keeps its own).
+pub fn agent_choice(args: &RunArgs) -> AgentChoice {
+    match (&args.agent, &args.agent_file) {
+        (_, Some(path)) => AgentChoice::File(path.clone()),
+        (Some(name), None) => AgentChoice::Named(name.clone()),
+        (None, None) => AgentChoice::Default,
     }
 }
 
@@ -117,13 +131,10 @@ fn background_pending(opened: &OpenedSession) -> bool {
 pub async fn drive_turn(
     opened: &mut OpenedSession,
     writer: &mut dyn TurnWriter,
-    prompt: &str,
+    submit: Op,
 ) -> anyhow::Result<(TurnEndReason, Option<String>)> {
     let handle = opened.agent.handle.clone();
-    if !handle.send(Op::Submit {
-        input: vec![ContentPart::text(prompt)],
-        origin: None,
-    }) {
+    if !handle.send(submit) {
         return Err(anyhow!("the agent stopped before the prompt could be sent"));
     }
     let mut interrupts = 0u32;
@@ -185,14 +196,22 @@ pub fn print_mode(args: &RunArgs, prompt: &str) -> anyhow::Result<u8> {
         .context("cannot start the async runtime")?;
     let format = args.output_format.unwrap_or(OutputFormat::Text);
     runtime.block_on(async move {
-        let mut opened = open_session(setup(
-            home,
-            cwd.clone(),
-            resume,
-            model,
-            args.add_dir.clone(),
-            Some(permissions),
-        ))?;
+        let extensions = Extensions::load(&home, &cwd, &args.skills_dir).await;
+        for warning in &extensions.warnings {
+            eprintln!("kimi-rs: {warning}");
+        }
+        let mut opened = open_session(SessionSetup {
+            agent: agent_choice(args),
+            extensions: extensions.session(),
+            ..setup(
+                home,
+                cwd.clone(),
+                resume,
+                model,
+                args.add_dir.clone(),
+                Some(permissions),
+            )
+        })?;
         for warning in &opened.warnings {
             eprintln!("kimi-rs: {warning}");
         }
@@ -202,18 +221,27 @@ pub fn print_mode(args: &RunArgs, prompt: &str) -> anyhow::Result<u8> {
         let session_id = opened.session.state.id.clone();
         let command = resume_hint_command(&session_id, Some(&cwd.display().to_string()));
         let columns = std::io::stdout().is_terminal().then_some(100);
+        let submit = expand_skill_command(
+            Op::Submit {
+                input: vec![ContentPart::text(prompt)],
+                origin: None,
+            },
+            &extensions.skills,
+            &session_id,
+        )
+        .map_err(|message| anyhow!(message))?;
         let (reason, error) = match format {
             OutputFormat::Text => {
                 let mut writer =
                     TextWriter::new(std::io::stdout(), std::io::stderr(), columns, None);
-                let outcome = drive_turn(&mut opened, &mut writer, prompt).await;
+                let outcome = drive_turn(&mut opened, &mut writer, submit).await;
                 writer.finish()?;
                 writer.resume_hint(&session_id, &command)?;
                 outcome?
             }
             OutputFormat::StreamJson => {
                 let mut writer = JsonWriter::new(std::io::stdout());
-                let outcome = drive_turn(&mut opened, &mut writer, prompt).await;
+                let outcome = drive_turn(&mut opened, &mut writer, submit).await;
                 writer.finish()?;
                 writer.resume_hint(&session_id, &command)?;
                 outcome?
@@ -221,6 +249,7 @@ pub fn print_mode(args: &RunArgs, prompt: &str) -> anyhow::Result<u8> {
         };
         opened.agent.handle.send(Op::Shutdown);
         let _ = opened.agent.join.await;
+        extensions.shutdown().await;
         Ok(match reason {
             TurnEndReason::Completed => 0,
             TurnEndReason::Cancelled => EXIT_CANCELLED,

@@ -1,0 +1,296 @@
+//! Pure mapping between ACP messages and kimi-rs's vocabulary: prompt blocks to content parts,
+//! engine events to `session/update` payloads, tool names to ACP tool kinds and titles, modes.
+
+use agent_client_protocol::v1::schema::{
+    ContentBlock, ContentChunk, EmbeddedResourceResource, ImageContent, SessionMode, SessionModeId,
+    SessionModeState, SessionUpdate, TextContent, ToolCall as AcpToolCall, ToolCallContent,
+    ToolCallStatus, ToolCallUpdate, ToolCallUpdateFields, ToolKind,
+};
+use kimi_protocol::ops::PermissionMode;
+use kimi_protocol::{ContentPart, Message, Role, ToolCall};
+use serde_json::Value;
+
+/// A prompt from the editor as kimi-rs content parts. Embedded text resources are inlined as
+/// `<resource uri="…">…</resource>`, links become their URI, images become data URLs; binary
+/// resources and audio are dropped (not advertised in the capabilities).
+pub fn prompt_parts(blocks: Vec<ContentBlock>) -> Vec<ContentPart> {
+    let mut parts: Vec<ContentPart> = Vec::new();
+    for block in blocks {
+        match block {
+            ContentBlock::Text(t) => parts.push(ContentPart::text(t.text)),
+            ContentBlock::Image(image) => parts.push(ContentPart::Image(kimi_protocol::MediaUrl {
+                url: format!("data:{};base64,{}", image.mime_type, image.data),
+                id: None,
+            })),
+            ContentBlock::ResourceLink(link) => {
+                parts.push(ContentPart::text(format!("@{}", link.uri)));
+            }
+            ContentBlock::Resource(resource) => {
+                if let EmbeddedResourceResource::TextResourceContents(text) = resource.resource {
+                    parts.push(ContentPart::text(format!(
+                        "<resource uri=\"{}\">\n{}\n</resource>",
+                        text.uri, text.text
+                    )));
+                }
+            }
+            _ => {}
+        }
+    }
+    parts
+}
+
+/// The ACP tool kind for a kimi-rs tool name (the editor picks an icon from it).
+pub fn tool_kind(name: &str) -> ToolKind {
+    match name {
+        "Read" | "ReadMediaFile" | "TaskOutput" | "TaskList" => ToolKind::Read,
+        "Write" | "Edit" => ToolKind::Edit,
+        "Grep" | "Glob" => ToolKind::Search,
+        "Bash" => ToolKind::Execute,
+        "FetchURL" | "WebSearch" => ToolKind::Fetch,
+        "TodoList" | "Skill" | "Agent" => ToolKind::Think,
+        _ => ToolKind::Other,
+    }
+}
+
+fn args_of(call: &ToolCall) -> Value {
+    call.arguments
+        .as_deref()
+        .and_then(|a| serde_json::from_str(a).ok())
+        .unwrap_or(Value::Null)
+}
+
+/// A one-line title for a tool call: the tool and its main argument.
+pub fn tool_title(call: &ToolCall) -> String {
+    let args = args_of(call);
+    let main = [
+        "path",
+        "command",
+        "pattern",
+        "url",
+        "query",
+        "skill",
+        "description",
+    ]
+    .iter()
+    .find_map(|k| args.get(*k).and_then(Value::as_str));
+    match main {
+        Some(arg) => {
+            let arg: String = arg.lines().next().unwrap_or("").chars().take(120).collect();
+            format!("{} {arg}", call.name)
+        }
+        None => call.name.clone(),
+    }
+}
+
+/// `tool_call` announcing a call the model made.
+pub fn tool_started(call: &ToolCall) -> SessionUpdate {
+    SessionUpdate::ToolCall(
+        AcpToolCall::new(call.id.clone(), tool_title(call))
+            .kind(tool_kind(&call.name))
+            .status(ToolCallStatus::InProgress)
+            .raw_input(args_of(call)),
+    )
+}
+
+fn text_of(parts: &[ContentPart]) -> String {
+    parts
+        .iter()
+        .filter_map(|p| match p {
+            ContentPart::Text { text } => Some(text.as_str()),
+            _ => None,
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// `tool_call_update` with a call's result.
+pub fn tool_finished(tool_call_id: &str, output: &[ContentPart], is_error: bool) -> SessionUpdate {
+    let content = ToolCallContent::from(ContentBlock::Text(TextContent::new(text_of(output))));
+    SessionUpdate::ToolCallUpdate(ToolCallUpdate::new(
+        tool_call_id.to_owned(),
+        ToolCallUpdateFields::new()
+            .status(if is_error {
+                ToolCallStatus::Failed
+            } else {
+                ToolCallStatus::Completed
+            })
+            .content(vec![content]),
+    ))
+}
+
+pub fn agent_text(text: &str) -> SessionUpdate {
+    SessionUpdate::AgentMessageChunk(ContentChunk::new(ContentBlock::Text(TextContent::new(
+        text,
+    ))))
+}
+
+pub fn agent_thought(text: &str) -> SessionUpdate {
+    SessionUpdate::AgentThoughtChunk(ContentChunk::new(ContentBlock::Text(TextContent::new(
+        text,
+    ))))
+}
+
+fn user_block(part: &ContentPart) -> Option<ContentBlock> {
+    match part {
+        ContentPart::Text { text } => Some(ContentBlock::Text(TextContent::new(text.clone()))),
+        ContentPart::Image(media) => {
+            let rest = media.url.strip_prefix("data:")?;
+            let (mime, data) = rest.split_once(";base64,")?;
+            Some(ContentBlock::Image(ImageContent::new(data, mime)))
+        }
+        _ => None,
+    }
+}
+
+/// The updates that show a stored conversation to an editor (`session/load`): user and
+/// assistant text, thinking, tool calls with their results.
+pub fn replay(messages: &[Message]) -> Vec<SessionUpdate> {
+    let mut updates = Vec::new();
+    for message in messages {
+        match message.role {
+            Role::User => {
+                for part in &message.content {
+                    if let Some(block) = user_block(part) {
+                        updates.push(SessionUpdate::UserMessageChunk(ContentChunk::new(block)));
+                    }
+                }
+            }
+            Role::Assistant => {
+                for part in &message.content {
+                    match part {
+                        ContentPart::Text { text } if !text.is_empty() => {
+                            updates.push(agent_text(text));
+                        }
+                        ContentPart::Think { think, .. } if !think.is_empty() => {
+                            updates.push(agent_thought(think));
+                        }
+                        _ => {}
+                    }
+                }
+                updates.extend(message.tool_calls.iter().map(tool_started));
+            }
+            Role::Tool => {
+                if let Some(id) = &message.tool_call_id {
+                    updates.push(tool_finished(
+                        id,
+                        &message.content,
+                        message.is_error.unwrap_or(false),
+                    ));
+                }
+            }
+            _ => {}
+        }
+    }
+    updates
+}
+
+/// The session modes offered to the editor and their permission modes.
+pub const MODES: [(&str, &str, &str, PermissionMode); 3] = [
+    (
+        "default",
+        "Default",
+        "Ask before edits outside the workspace, commands and other risky actions",
+        PermissionMode::Manual,
+    ),
+    (
+        "auto",
+        "Auto",
+        "Approve safe actions, ask for the rest",
+        PermissionMode::Auto,
+    ),
+    (
+        "yolo",
+        "YOLO",
+        "Approve every tool call without asking",
+        PermissionMode::Yolo,
+    ),
+];
+
+pub fn mode_id(mode: PermissionMode) -> &'static str {
+    MODES
+        .iter()
+        .find(|m| m.3 == mode)
+        .map_or("default", |m| m.0)
+}
+
+pub fn mode_from_id(id: &str) -> Option<PermissionMode> {
+    MODES.iter().find(|m| m.0 == id).map(|m| m.3)
+}
+
+pub fn mode_state(current: PermissionMode) -> SessionModeState {
+    SessionModeState::new(
+        SessionModeId::new(mode_id(current)),
+        MODES
+            .iter()
+            .map(|(id, name, description, _)| {
+                SessionMode::new(SessionModeId::new(*id), *name)
+                    .description(description.to_string())
+            })
+            .collect(),
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use agent_client_protocol::v1::schema::{EmbeddedResource, ResourceLink, TextResourceContents};
+    use pretty_assertions::assert_eq;
+    use serde_json::json;
+
+    #[test]
+    fn prompt_blocks_become_parts() {
+        let parts = prompt_parts(vec![
+            ContentBlock::Text(TextContent::new("fix it")),
+            ContentBlock::Resource(EmbeddedResource::new(
+                EmbeddedResourceResource::TextResourceContents(TextResourceContents::new(
+                    "fn main() {}",
+                    "file:///p/src/main.rs",
+                )),
+            )),
+            ContentBlock::ResourceLink(ResourceLink::new("lib.rs", "file:///p/src/lib.rs")),
+            ContentBlock::Image(ImageContent::new("AAAA", "image/png")),
+        ]);
+        assert_eq!(
+            serde_json::to_value(&parts).unwrap(),
+            json!([
+                {"type": "text", "text": "fix it"},
+                {"type": "text", "text": "<resource uri=\"file:///p/src/main.rs\">\nfn main() {}\n</resource>"},
+                {"type": "text", "text": "@file:///p/src/lib.rs"},
+                {"type": "image_url", "imageUrl": {"url": "data:image/png;base64,AAAA"}},
+            ])
+        );
+    }
+
+    #[test]
+    fn tool_calls_get_kind_title_and_status() {
+        let call = ToolCall::new(
+            "c1",
+            "Bash",
+            Some(r#"{"command":"cargo test\nmore"}"#.into()),
+        );
+        let update = serde_json::to_value(tool_started(&call)).unwrap();
+        assert_eq!(update["sessionUpdate"], "tool_call");
+        assert_eq!(update["toolCallId"], "c1");
+        assert_eq!(update["title"], "Bash cargo test");
+        assert_eq!(update["kind"], "execute");
+        assert_eq!(update["status"], "in_progress");
+        assert_eq!(update["rawInput"], json!({"command": "cargo test\nmore"}));
+        let done =
+            serde_json::to_value(tool_finished("c1", &[ContentPart::text("ok")], true)).unwrap();
+        assert_eq!(done["sessionUpdate"], "tool_call_update");
+        assert_eq!(done["status"], "failed");
+        assert_eq!(done["content"][0]["content"]["text"], "ok");
+    }
+
+    #[test]
+    fn modes_round_trip() {
+        for (id, _, _, mode) in MODES {
+            assert_eq!(mode_from_id(id), Some(mode));
+            assert_eq!(mode_id(mode), id);
+        }
+        assert_eq!(mode_from_id("plan"), None);
+        let state = serde_json::to_value(mode_state(PermissionMode::Auto)).unwrap();
+        assert_eq!(state["currentModeId"], "auto");
+        assert_eq!(state["availableModes"].as_array().unwrap().len(), 3);
+    }
+}

@@ -1,0 +1,400 @@
+//! The ACP agent: request handlers, one event pump per session, approvals forwarded to the
+//! editor, prompt responses sent when their turn ends.
+//!
+//! Handlers run one at a time in the connection's dispatch loop, so nothing here awaits the
+//! editor inside a handler: a prompt's response is sent from a task spawned on the connection
+//! once its turn ends, and approvals are asked from tokio tasks.
+
+use std::collections::{HashMap, VecDeque};
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex, PoisonError};
+
+use agent_client_protocol::v1::ConnectionTo;
+use agent_client_protocol::v1::schema::{
+    AgentCapabilities, CancelNotification, Implementation, InitializeRequest, InitializeResponse,
+    LoadSessionRequest, LoadSessionResponse, NewSessionRequest, NewSessionResponse,
+    PermissionOption, PermissionOptionKind, PromptCapabilities, PromptRequest, PromptResponse,
+    RequestPermissionOutcome, RequestPermissionRequest, SessionNotification, SetSessionModeRequest,
+    SetSessionModeResponse, StopReason, ToolCallUpdate, ToolCallUpdateFields,
+};
+use agent_client_protocol::{Agent, ByteStreams, Client, Error as AcpError};
+use kimi_core::engine::agent::AgentHandle;
+use kimi_core::session::{OpenedSession, Resume};
+use kimi_protocol::ops::{ApprovalDecision, ApprovalRequest, Event, Op, TurnEndReason};
+use tokio::sync::{mpsc, oneshot};
+use tokio_util::compat::{TokioAsyncReadCompatExt, TokioAsyncWriteCompatExt};
+
+use crate::SessionHost;
+use crate::convert;
+
+/// How a prompt's turn ended.
+struct Outcome {
+    reason: TurnEndReason,
+    error: Option<String>,
+}
+
+/// Prompts waiting for their turn to end: not started yet (in submit order), and started.
+#[derive(Default)]
+struct Waiters {
+    queued: VecDeque<oneshot::Sender<Outcome>>,
+    started: HashMap<u64, oneshot::Sender<Outcome>>,
+}
+
+struct Live {
+    handle: AgentHandle,
+    waiters: Mutex<Waiters>,
+}
+
+impl Live {
+    fn waiters(&self) -> std::sync::MutexGuard<'_, Waiters> {
+        self.waiters.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+type Sessions = Arc<Mutex<HashMap<String, Arc<Live>>>>;
+
+fn lock(sessions: &Sessions) -> std::sync::MutexGuard<'_, HashMap<String, Arc<Live>>> {
+    sessions.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+fn no_session(id: &str) -> AcpError {
+    AcpError::invalid_params().data(serde_json::Value::from(format!(
+        "no open session {id}: create one with session/new or load it with session/load"
+    )))
+}
+
+fn notify(
+    cx: &ConnectionTo<Client>,
+    session_id: &str,
+    update: agent_client_protocol::v1::schema::SessionUpdate,
+) {
+    if let Err(err) = cx.send_notification(SessionNotification::new(session_id.to_owned(), update))
+    {
+        tracing::warn!("cannot send a session update: {err}");
+    }
+}
+
+/// Ask the editor about one tool call and pass the answer to the engine.
+async fn ask(
+    cx: ConnectionTo<Client>,
+    session_id: String,
+    handle: AgentHandle,
+    request: ApprovalRequest,
+) {
+    let mut title = format!("{}: {}", request.action, request.summary);
+    if let Some(danger) = &request.danger {
+        title.push_str(&format!(" (warning: {danger})"));
+    }
+    let tool_call = ToolCallUpdate::new(
+        request.tool_call_id.clone(),
+        ToolCallUpdateFields::new().title(title),
+    );
+    let options = vec![
+        PermissionOption::new("approve_once", "Allow", PermissionOptionKind::AllowOnce),
+        PermissionOption::new(
+            "approve_for_session",
+            "Allow for this session",
+            PermissionOptionKind::AllowAlways,
+        ),
+        PermissionOption::new("reject", "Reject", PermissionOptionKind::RejectOnce),
+    ];
+    let answer = cx
+        .send_request(RequestPermissionRequest::new(
+            session_id, tool_call, options,
+        ))
+        .block_task()
+        .await;
+    let decision = match answer.map(|r| r.outcome) {
+        Ok(RequestPermissionOutcome::Selected(selected)) => match &*selected.option_id.0 {
+            "approve_once" => ApprovalDecision::ApproveOnce,
+            "approve_for_session" => ApprovalDecision::ApproveForSession,
+            _ => ApprovalDecision::Reject,
+        },
+        Ok(_) => ApprovalDecision::Reject,
+        Err(err) => {
+            tracing::warn!("permission request failed, rejecting the call: {err}");
+            ApprovalDecision::Reject
+        }
+    };
+    handle.send(Op::Approve {
+        request_id: request.request_id,
+        decision,
+    });
+}
+
+/// Forward one session's engine events to the editor until the agent stops.
+async fn pump(
+    cx: ConnectionTo<Client>,
+    session_id: String,
+    live: Arc<Live>,
+    mut events: mpsc::UnboundedReceiver<Event>,
+) {
+    while let Some(event) = events.recv().await {
+        match event {
+            Event::TurnStarted { turn_id } => {
+                let mut waiters = live.waiters();
+                if let Some(waiter) = waiters.queued.pop_front() {
+                    waiters.started.insert(turn_id, waiter);
+                }
+            }
+            Event::TurnEnded {
+                turn_id,
+                reason,
+                error,
+            } => {
+                if let Some(waiter) = live.waiters().started.remove(&turn_id) {
+                    let _ = waiter.send(Outcome { reason, error });
+                }
+            }
+            Event::AssistantDelta { text } => notify(&cx, &session_id, convert::agent_text(&text)),
+            Event::ThinkingDelta { text } => {
+                notify(&cx, &session_id, convert::agent_thought(&text));
+            }
+            Event::ToolStarted { call } => notify(&cx, &session_id, convert::tool_started(&call)),
+            Event::ToolResult {
+                tool_call_id,
+                output,
+                is_error,
+            } => notify(
+                &cx,
+                &session_id,
+                convert::tool_finished(&tool_call_id, &output, is_error),
+            ),
+            Event::ApprovalRequested(request) => {
+                tokio::spawn(ask(
+                    cx.clone(),
+                    session_id.clone(),
+                    live.handle.clone(),
+                    request,
+                ));
+            }
+            Event::Warning { message } | Event::Error { message } => {
+                tracing::warn!("session {session_id}: {message}");
+            }
+            _ => {}
+        }
+    }
+}
+
+fn start(
+    cx: &ConnectionTo<Client>,
+    sessions: &Sessions,
+    opened: OpenedSession,
+) -> (String, Arc<Live>) {
+    let id = opened.session.state.id.clone();
+    let live = Arc::new(Live {
+        handle: opened.agent.handle.clone(),
+        waiters: Mutex::new(Waiters::default()),
+    });
+    tokio::spawn(pump(
+        cx.clone(),
+        id.clone(),
+        live.clone(),
+        opened.agent.events,
+    ));
+    // The agent ends when its last handle is dropped or on Shutdown; its join handle is not
+    // needed here.
+    drop(opened.agent.join);
+    lock(sessions).insert(id.clone(), live.clone());
+    (id, live)
+}
+
+fn stop_reason(
+    outcome: Result<Outcome, oneshot::error::RecvError>,
+) -> Result<StopReason, AcpError> {
+    match outcome {
+        Ok(Outcome {
+            reason: TurnEndReason::Completed | TurnEndReason::Blocked,
+            ..
+        }) => Ok(StopReason::EndTurn),
+        Ok(Outcome {
+            reason: TurnEndReason::Cancelled,
+            ..
+        })
+        | Err(_) => Ok(StopReason::Cancelled),
+        Ok(Outcome {
+            reason: TurnEndReason::Failed,
+            error,
+        }) => Err(AcpError::internal_error().data(serde_json::Value::from(
+            error.unwrap_or_else(|| "the turn failed".to_owned()),
+        ))),
+    }
+}
+
+/// Serve ACP over `reader`/`writer` (stdin/stdout for `kimi-rs acp`) until the editor closes
+/// the connection.
+pub async fn serve(
+    host: Arc<dyn SessionHost>,
+    reader: impl tokio::io::AsyncRead + Send + Unpin + 'static,
+    writer: impl tokio::io::AsyncWrite + Send + Unpin + 'static,
+) -> Result<(), AcpError> {
+    let sessions: Sessions = Arc::default();
+    let new_host = host.clone();
+    let prompt_host = host.clone();
+    let load_host = host;
+    let (s_new, s_load, s_prompt, s_cancel, s_mode) = (
+        sessions.clone(),
+        sessions.clone(),
+        sessions.clone(),
+        sessions.clone(),
+        sessions.clone(),
+    );
+    let transport = ByteStreams::new(writer.compat_write(), reader.compat());
+    let result = Agent
+        .v1()
+        .name("kimi-rs")
+        .on_receive_request(
+            async move |request: InitializeRequest, responder, _cx| {
+                responder.respond(
+                    InitializeResponse::new(request.protocol_version)
+                        .agent_capabilities(
+                            AgentCapabilities::new()
+                                .load_session(true)
+                                .prompt_capabilities(
+                                    PromptCapabilities::new()
+                                        .image(true)
+                                        .audio(false)
+                                        .embedded_context(true),
+                                ),
+                        )
+                        .agent_info(Implementation::new("kimi-rs", env!("CARGO_PKG_VERSION"))),
+                )
+            },
+            agent_client_protocol::on_receive_request!(),
+        )
+        .on_receive_request(
+            async move |request: NewSessionRequest, responder, cx| {
+                let cwd: PathBuf = request.cwd;
+                match new_host.open(&cwd, Resume::New) {
+                    Ok(opened) => {
+                        let mode = opened.agent.handle.runtime().config.permissions.mode();
+                        let (id, _) = start(&cx, &s_new, opened);
+                        responder
+                            .respond(NewSessionResponse::new(id).modes(convert::mode_state(mode)))
+                    }
+                    Err(message) => responder.respond_with_error(
+                        AcpError::internal_error().data(serde_json::Value::from(message)),
+                    ),
+                }
+            },
+            agent_client_protocol::on_receive_request!(),
+        )
+        .on_receive_request(
+            async move |request: LoadSessionRequest, responder, cx| {
+                let id = request.session_id.0.to_string();
+                if lock(&s_load).contains_key(&id) {
+                    return responder.respond_with_error(AcpError::invalid_params().data(
+                        serde_json::Value::from(format!(
+                            "session {id} is already open on this connection"
+                        )),
+                    ));
+                }
+                match load_host.open(&request.cwd, Resume::Id(id.clone())) {
+                    Ok(opened) => {
+                        let mode = opened.agent.handle.runtime().config.permissions.mode();
+                        let history = opened
+                            .agent
+                            .handle
+                            .runtime()
+                            .log()
+                            .history()
+                            .messages()
+                            .to_vec();
+                        for update in convert::replay(&history) {
+                            notify(&cx, &id, update);
+                        }
+                        start(&cx, &s_load, opened);
+                        responder
+                            .respond(LoadSessionResponse::new().modes(convert::mode_state(mode)))
+                    }
+                    Err(message) => responder.respond_with_error(
+                        AcpError::internal_error().data(serde_json::Value::from(message)),
+                    ),
+                }
+            },
+            agent_client_protocol::on_receive_request!(),
+        )
+        .on_receive_request(
+            async move |request: PromptRequest, responder, cx| {
+                let id = request.session_id.0.to_string();
+                let Some(live) = lock(&s_prompt).get(&id).cloned() else {
+                    return responder.respond_with_error(no_session(&id));
+                };
+                let input = convert::prompt_parts(request.prompt);
+                if input.is_empty() {
+                    return responder.respond_with_error(AcpError::invalid_params().data(
+                        serde_json::Value::from("the prompt has no text or image to send"),
+                    ));
+                }
+                let submit = match prompt_host.prepare(
+                    &id,
+                    Op::Submit {
+                        input,
+                        origin: None,
+                    },
+                ) {
+                    Ok(op) => op,
+                    Err(message) => {
+                        return responder.respond_with_error(
+                            AcpError::invalid_params().data(serde_json::Value::from(message)),
+                        );
+                    }
+                };
+                let (tx, rx) = oneshot::channel();
+                live.waiters().queued.push_back(tx);
+                live.handle.send(submit);
+                cx.spawn(async move {
+                    match stop_reason(rx.await) {
+                        Ok(stop) => responder.respond(PromptResponse::new(stop)),
+                        Err(err) => responder.respond_with_error(err),
+                    }
+                })
+            },
+            agent_client_protocol::on_receive_request!(),
+        )
+        .on_receive_request(
+            async move |request: SetSessionModeRequest, responder, _cx| {
+                let id = request.session_id.0.to_string();
+                let Some(live) = lock(&s_mode).get(&id).cloned() else {
+                    return responder.respond_with_error(no_session(&id));
+                };
+                match convert::mode_from_id(&request.mode_id.0) {
+                    Some(mode) => {
+                        live.handle.send(Op::SetPermissionMode { mode });
+                        responder.respond(SetSessionModeResponse::new())
+                    }
+                    None => responder.respond_with_error(AcpError::invalid_params().data(
+                        serde_json::Value::from(format!(
+                            "unknown mode {}: use default, auto or yolo",
+                            request.mode_id.0
+                        )),
+                    )),
+                }
+            },
+            agent_client_protocol::on_receive_request!(),
+        )
+        .on_receive_notification(
+            async move |notification: CancelNotification, _cx| {
+                let id = notification.session_id.0.to_string();
+                if let Some(live) = lock(&s_cancel).get(&id).cloned() {
+                    // Prompts that have not started end as cancelled right away.
+                    for waiter in live.waiters().queued.drain(..) {
+                        let _ = waiter.send(Outcome {
+                            reason: TurnEndReason::Cancelled,
+                            error: None,
+                        });
+                    }
+                    live.handle.send(Op::Cancel { queued: true });
+                }
+                Ok(())
+            },
+            agent_client_protocol::on_receive_notification!(),
+        )
+        .connect_to(transport)
+        .await;
+    // The editor went away: stop every agent so journals are closed cleanly.
+    for live in lock(&sessions).values() {
+        live.handle.send(Op::Shutdown);
+    }
+    result
+}

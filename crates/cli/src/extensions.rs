@@ -1,0 +1,146 @@
+//! What a launch adds to its sessions beyond the built-in tools: the skill catalog (its
+//! listing in the system prompt, the `Skill` tool, `/skill:name` commands) and the MCP servers
+//! of `mcp.json` (their tools). Loaded once per front end; problems are warnings, never fatal.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use kimi_core::session::SessionExtensions;
+use kimi_mcp::McpManager;
+use kimi_protocol::ContentPart;
+use kimi_protocol::ops::Op;
+use kimi_skills::{DiscoverOptions, SkillCatalog, SkillTool};
+
+/// Skills and MCP servers of one launch.
+pub struct Extensions {
+    pub skills: Arc<SkillCatalog>,
+    pub mcp: Option<McpManager>,
+    /// Skill files and MCP servers that could not be loaded, for the front end to show.
+    pub warnings: Vec<String>,
+}
+
+/// `extra_skill_dirs` of config.toml (a missing or unreadable file means none).
+fn extra_skill_dirs(home: &Path) -> Vec<PathBuf> {
+    let Ok(text) = std::fs::read_to_string(home.join("config.toml")) else {
+        return Vec::new();
+    };
+    let Ok(config) = toml::from_str::<toml::Value>(&text) else {
+        return Vec::new();
+    };
+    config
+        .get("extra_skill_dirs")
+        .and_then(toml::Value::as_array)
+        .map(|dirs| {
+            dirs.iter()
+                .filter_map(toml::Value::as_str)
+                .map(PathBuf::from)
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+impl Extensions {
+    /// Discover skills and connect the MCP servers for sessions in `cwd`.
+    pub async fn load(home: &Path, cwd: &Path, skills_dirs: &[PathBuf]) -> Extensions {
+        let (skills, mut warnings) = kimi_skills::discover(&DiscoverOptions {
+            kimi_home: home.to_owned(),
+            user_home: std::env::home_dir(),
+            cwd: cwd.to_owned(),
+            skills_dirs: skills_dirs.to_vec(),
+            extra_dirs: extra_skill_dirs(home),
+        });
+        let mcp = match kimi_mcp::load_config(home, cwd) {
+            Ok(config) if config.servers.is_empty() => None,
+            Ok(config) => {
+                let (manager, mcp_warnings) = McpManager::connect(&config, cwd).await;
+                warnings.extend(mcp_warnings);
+                Some(manager)
+            }
+            Err(err) => {
+                warnings.push(format!("MCP servers not started: {err}"));
+                None
+            }
+        };
+        Extensions {
+            skills: Arc::new(skills),
+            mcp,
+            warnings,
+        }
+    }
+
+    /// Skills only (no MCP): for launches that must not start servers.
+    pub fn without_mcp(home: &Path, cwd: &Path, skills_dirs: &[PathBuf]) -> Extensions {
+        let (skills, warnings) = kimi_skills::discover(&DiscoverOptions {
+            kimi_home: home.to_owned(),
+            user_home: std::env::home_dir(),
+            cwd: cwd.to_owned(),
+            skills_dirs: skills_dirs.to_vec(),
+            extra_dirs: extra_skill_dirs(home),
+        });
+        Extensions {
+            skills: Arc::new(skills),
+            mcp: None,
+            warnings,
+        }
+    }
+
+    /// What a session opened with these extensions gets.
+    pub fn session(&self) -> SessionExtensions {
+        let mut tools: Vec<Arc<dyn kimi_tools::Tool>> = Vec::new();
+        if let Some(mcp) = &self.mcp {
+            tools.extend(mcp.tools());
+        }
+        let skills = self.skills.clone();
+        let skill_tool: kimi_core::session::SessionToolFactory = if skills.is_empty() {
+            Arc::new(|_: &str| Vec::new())
+        } else {
+            Arc::new(move |session_id: &str| {
+                vec![
+                    Arc::new(SkillTool::new(skills.clone(), session_id.to_owned()))
+                        as Arc<dyn kimi_tools::Tool>,
+                ]
+            })
+        };
+        SessionExtensions {
+            tools,
+            session_tools: vec![skill_tool],
+            skills_prompt: self.skills.prompt_listing(),
+            skill_roots: self.skills.roots(),
+        }
+    }
+
+    pub async fn shutdown(self) {
+        if let Some(mcp) = self.mcp {
+            mcp.shutdown().await;
+        }
+    }
+}
+
+/// A prompt that is a skill command (`/skill:name args`, `/name args`) becomes the skill's
+/// expanded text with a `skill_activation` origin; anything else is returned unchanged.
+/// A flow skill cannot run yet: its refusal is the error.
+pub fn expand_skill_command(op: Op, skills: &SkillCatalog, session_id: &str) -> Result<Op, String> {
+    let Op::Submit {
+        input,
+        origin: None,
+    } = &op
+    else {
+        return Ok(op);
+    };
+    let [ContentPart::Text { text }] = input.as_slice() else {
+        return Ok(op);
+    };
+    let Some(slash) = kimi_skills::parse_slash(text, skills, session_id) else {
+        return Ok(op);
+    };
+    if slash.activation.skill_type.as_deref() == Some("flow") {
+        return Err(format!(
+            "/{} is a flow skill; flow skills cannot run in kimi-rs yet",
+            slash.command
+        ));
+    }
+    Ok(Op::Submit {
+        input: vec![ContentPart::text(slash.text)],
+        origin: Some(slash.activation.to_origin()),
+    })
+}

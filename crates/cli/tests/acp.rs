@@ -1,0 +1,365 @@
+//! `kimi-rs acp` end to end: the real binary speaks newline-delimited JSON-RPC on its stdio, as
+//! an editor drives it, against the loopback scripted model. Covers initialize, session/new,
+//! prompts with tool calls streamed as updates, approvals asked through
+//! `session/request_permission` (allowed and rejected), modes, cancel and session/load replay.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod common;
+
+use std::io::{BufRead, BufReader, Write};
+use std::process::{Child, ChildStdin, Stdio};
+use std::sync::mpsc::{Receiver, channel};
+
+use common::{CORE_FORMATS, Fixture, WAIT};
+use kimi_llm::scripted::ScriptTurn;
+use serde_json::{Value, json};
+
+/// An editor: writes requests, answers permission requests with `permission`, and keeps every
+/// notification it saw.
+struct Editor {
+    child: Child,
+    stdin: ChildStdin,
+    lines: Receiver<Value>,
+    next_id: u64,
+    updates: Vec<Value>,
+    /// Option id to pick when asked for permission.
+    permission: &'static str,
+    asked: Vec<Value>,
+}
+
+impl Editor {
+    fn start(fx: &Fixture) -> Editor {
+        let mut child = fx
+            .command(&["acp"])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let stdin = child.stdin.take().unwrap();
+        let stdout = child.stdout.take().unwrap();
+        let (tx, lines) = channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stdout).lines() {
+                let Ok(line) = line else { break };
+                let value: Value = serde_json::from_str(&line)
+                    .unwrap_or_else(|e| panic!("stdout carries only JSON-RPC, got {line:?}: {e}"));
+                if tx.send(value).is_err() {
+                    break;
+                }
+            }
+        });
+        let mut editor = Editor {
+            child,
+            stdin,
+            lines,
+            next_id: 0,
+            updates: Vec::new(),
+            permission: "approve_once",
+            asked: Vec::new(),
+        };
+        let init = editor.call(
+            "initialize",
+            json!({"protocolVersion": 1, "clientCapabilities": {}}),
+        );
+        assert_eq!(
+            init["result"]["agentCapabilities"]["loadSession"], true,
+            "{init}"
+        );
+        assert_eq!(init["result"]["agentInfo"]["name"], "kimi-rs");
+        editor
+    }
+
+    fn write(&mut self, message: Value) {
+        writeln!(self.stdin, "{message}").unwrap();
+        self.stdin.flush().unwrap();
+    }
+
+    fn send(&mut self, method: &str, params: Value) -> u64 {
+        self.next_id += 1;
+        let id = self.next_id;
+        self.write(json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}));
+        id
+    }
+
+    /// Handle one incoming message; returns it when it is the response to `id`.
+    fn handle(&mut self, message: Value, id: u64) -> Option<Value> {
+        if message.get("method").and_then(Value::as_str) == Some("session/update") {
+            self.updates.push(message["params"]["update"].clone());
+            return None;
+        }
+        if message.get("method").and_then(Value::as_str) == Some("session/request_permission") {
+            self.asked.push(message["params"].clone());
+            let answer = json!({"jsonrpc": "2.0", "id": message["id"], "result": {"outcome": {"outcome": "selected", "optionId": self.permission}}});
+            self.write(answer);
+            return None;
+        }
+        (message.get("id") == Some(&json!(id)) && message.get("method").is_none())
+            .then_some(message)
+    }
+
+    fn wait_for(&mut self, id: u64) -> Value {
+        loop {
+            let message = self
+                .lines
+                .recv_timeout(WAIT)
+                .expect("the agent answered in time");
+            if let Some(response) = self.handle(message, id) {
+                return response;
+            }
+        }
+    }
+
+    fn call(&mut self, method: &str, params: Value) -> Value {
+        let id = self.send(method, params);
+        self.wait_for(id)
+    }
+
+    fn new_session(&mut self, fx: &Fixture) -> String {
+        let response = self.call("session/new", json!({"cwd": fx.cwd(), "mcpServers": []}));
+        assert_eq!(
+            response["result"]["modes"]["currentModeId"], "default",
+            "{response}"
+        );
+        response["result"]["sessionId"].as_str().unwrap().to_owned()
+    }
+
+    fn prompt(&mut self, session: &str, text: &str) -> Value {
+        self.call(
+            "session/prompt",
+            json!({"sessionId": session, "prompt": [{"type": "text", "text": text}]}),
+        )
+    }
+
+    fn kinds(&self) -> Vec<String> {
+        self.updates
+            .iter()
+            .map(|u| u["sessionUpdate"].as_str().unwrap_or_default().to_owned())
+            .collect()
+    }
+
+    fn agent_text(&self) -> String {
+        self.updates
+            .iter()
+            .filter(|u| u["sessionUpdate"] == "agent_message_chunk")
+            .filter_map(|u| u["content"]["text"].as_str())
+            .collect()
+    }
+
+    fn close(mut self) {
+        drop(self.stdin);
+        let status = self.child.wait().unwrap();
+        assert!(
+            status.success(),
+            "kimi-rs acp exits cleanly when stdin closes: {status}"
+        );
+    }
+}
+
+#[test]
+fn a_prompt_streams_tool_calls_and_the_answer_then_ends_the_turn() {
+    for format in CORE_FORMATS {
+        let fx = Fixture::new(
+            format,
+            vec![
+                ScriptTurn::tool_calls(&[("call_1", "Read", r#"{"path":"notes.txt"}"#)]),
+                ScriptTurn::text("The notes say hello."),
+            ],
+        );
+        std::fs::write(fx.cwd().join("notes.txt"), "hello\n").unwrap();
+        let mut editor = Editor::start(&fx);
+        let session = editor.new_session(&fx);
+        let response = editor.prompt(&session, "what do the notes say?");
+        assert_eq!(response["result"]["stopReason"], "end_turn", "{response}");
+        let call = editor
+            .updates
+            .iter()
+            .find(|u| u["sessionUpdate"] == "tool_call")
+            .expect("the tool call was announced");
+        assert_eq!(call["toolCallId"], "call_1");
+        assert_eq!(call["kind"], "read");
+        assert_eq!(call["title"], "Read notes.txt");
+        let done = editor
+            .updates
+            .iter()
+            .find(|u| u["sessionUpdate"] == "tool_call_update")
+            .expect("the result was sent");
+        assert_eq!(done["status"], "completed");
+        assert!(
+            done["content"][0]["content"]["text"]
+                .as_str()
+                .unwrap()
+                .contains("hello")
+        );
+        assert_eq!(editor.agent_text(), "The notes say hello.");
+        assert!(editor.asked.is_empty(), "Read needs no approval");
+        // The model got the prompt the editor sent.
+        let first = &fx.requests()[0];
+        assert!(first.body.to_string().contains("what do the notes say?"));
+        editor.close();
+    }
+}
+
+#[test]
+fn approvals_are_asked_through_the_editor_and_its_answer_is_followed() {
+    let fx = Fixture::new(
+        CORE_FORMATS[0],
+        vec![
+            ScriptTurn::tool_calls(&[(
+                "call_a",
+                "Bash",
+                r#"{"command":"echo yes > allowed.txt"}"#,
+            )]),
+            ScriptTurn::text("Ran it."),
+            ScriptTurn::tool_calls(&[(
+                "call_b",
+                "Bash",
+                r#"{"command":"echo no > rejected.txt"}"#,
+            )]),
+            ScriptTurn::text("It was rejected."),
+        ],
+    );
+    let mut editor = Editor::start(&fx);
+    let session = editor.new_session(&fx);
+    let response = editor.prompt(&session, "write the file");
+    assert_eq!(response["result"]["stopReason"], "end_turn", "{response}");
+    assert_eq!(editor.asked.len(), 1);
+    assert_eq!(editor.asked[0]["toolCall"]["toolCallId"], "call_a");
+    let options: Vec<&str> = editor.asked[0]["options"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|o| o["kind"].as_str().unwrap())
+        .collect();
+    assert_eq!(options, ["allow_once", "allow_always", "reject_once"]);
+    assert_eq!(
+        std::fs::read_to_string(fx.cwd().join("allowed.txt")).unwrap(),
+        "yes\n"
+    );
+
+    editor.permission = "reject";
+    let response = editor.prompt(&session, "write the other file");
+    assert_eq!(response["result"]["stopReason"], "end_turn", "{response}");
+    assert_eq!(editor.asked.len(), 2);
+    assert!(
+        !fx.cwd().join("rejected.txt").exists(),
+        "a rejected call does not run"
+    );
+    let failed = editor
+        .updates
+        .iter()
+        .rfind(|u| u["sessionUpdate"] == "tool_call_update")
+        .unwrap();
+    assert_eq!(failed["toolCallId"], "call_b");
+    assert_eq!(failed["status"], "failed");
+    editor.close();
+}
+
+#[test]
+fn yolo_mode_runs_without_asking_and_cancel_ends_the_prompt_as_cancelled() {
+    let fifo = tempfile::tempdir().unwrap();
+    let pipe = fifo.path().join("started");
+    assert!(
+        std::process::Command::new("mkfifo")
+            .arg(&pipe)
+            .status()
+            .unwrap()
+            .success()
+    );
+    let command = format!("echo started > {} && sleep 30", pipe.display());
+    let fx = Fixture::new(
+        CORE_FORMATS[0],
+        vec![
+            ScriptTurn::tool_calls(&[(
+                "call_slow",
+                "Bash",
+                &json!({"command": command}).to_string(),
+            )]),
+            ScriptTurn::text("unused"),
+        ],
+    );
+    let mut editor = Editor::start(&fx);
+    let session = editor.new_session(&fx);
+    let mode = editor.call(
+        "session/set_mode",
+        json!({"sessionId": session, "modeId": "yolo"}),
+    );
+    assert!(mode.get("error").is_none(), "{mode}");
+    let bad = editor.call(
+        "session/set_mode",
+        json!({"sessionId": session, "modeId": "nosuch"}),
+    );
+    assert!(
+        bad["error"]["data"]
+            .as_str()
+            .unwrap()
+            .contains("default, auto or yolo"),
+        "{bad}"
+    );
+    let id = editor.send(
+        "session/prompt",
+        json!({"sessionId": session, "prompt": [{"type": "text", "text": "run the slow thing"}]}),
+    );
+    // Reading the FIFO returns once the command runs: the turn is inside the tool now.
+    let reader = std::thread::spawn(move || std::fs::read_to_string(pipe).unwrap());
+    assert_eq!(reader.join().unwrap(), "started\n");
+    editor.write(
+        json!({"jsonrpc": "2.0", "method": "session/cancel", "params": {"sessionId": session}}),
+    );
+    let response = editor.wait_for(id);
+    assert_eq!(response["result"]["stopReason"], "cancelled", "{response}");
+    assert!(editor.asked.is_empty(), "yolo asks nothing");
+    editor.close();
+}
+
+#[test]
+fn load_replays_the_stored_conversation_and_continues_it() {
+    let fx = Fixture::new(
+        CORE_FORMATS[0],
+        vec![
+            ScriptTurn::tool_calls(&[("call_1", "Glob", r#"{"pattern":"*.md"}"#)]),
+            ScriptTurn::text("There is one markdown file."),
+            ScriptTurn::text("Still one."),
+        ],
+    );
+    std::fs::write(fx.cwd().join("README.md"), "# x\n").unwrap();
+    let mut editor = Editor::start(&fx);
+    let session = editor.new_session(&fx);
+    editor.prompt(&session, "count markdown files");
+    editor.close();
+
+    let mut editor = Editor::start(&fx);
+    let response = editor.call(
+        "session/load",
+        json!({"sessionId": session, "cwd": fx.cwd(), "mcpServers": []}),
+    );
+    assert!(response.get("error").is_none(), "{response}");
+    assert_eq!(
+        editor.kinds(),
+        [
+            "user_message_chunk",
+            "tool_call",
+            "tool_call_update",
+            "agent_message_chunk"
+        ]
+    );
+    assert_eq!(editor.updates[0]["content"]["text"], "count markdown files");
+    assert_eq!(editor.agent_text(), "There is one markdown file.");
+    editor.updates.clear();
+    let response = editor.prompt(&session, "and now?");
+    assert_eq!(response["result"]["stopReason"], "end_turn");
+    assert_eq!(editor.agent_text(), "Still one.");
+    // The continued conversation carries the first exchange.
+    let last = fx.requests().last().unwrap().body.to_string();
+    assert!(last.contains("count markdown files") && last.contains("and now?"));
+    let unknown = editor.prompt("no-such-session", "hi");
+    assert!(
+        unknown["error"]["data"]
+            .as_str()
+            .unwrap()
+            .contains("session/new"),
+        "{unknown}"
+    );
+    editor.close();
+}

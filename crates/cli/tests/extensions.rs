@@ -1,0 +1,160 @@
+//! Skills and MCP servers through the real `kimi-rs` binary in print mode, against the
+//! loopback scripted model: the skill listing reaches the system prompt, `/skill:name args`
+//! sends the expanded skill, the model's `Skill` call delivers the skill text, and the tools of
+//! an MCP server from `mcp.json` (a real stdio server process) are offered and called.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod common;
+
+use std::path::PathBuf;
+
+use common::{CORE_FORMATS, Fixture};
+use kimi_llm::scripted::ScriptTurn;
+use serde_json::{Value, json};
+
+fn write_skill(fx: &Fixture) {
+    let dir = fx.home.path().join("skills/greet");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(
+        dir.join("SKILL.md"),
+        "---\nname: greet\ndescription: Greets someone by name\n---\nSay a warm hello to $ARGUMENTS and nothing else.\n",
+    )
+    .unwrap();
+}
+
+/// The MCP test server kimi-mcp builds (a sibling of the kimi-rs binary); built on demand when
+/// only this package was compiled.
+fn mcp_fixture() -> PathBuf {
+    let path = PathBuf::from(common::BIN).with_file_name("kimi-mcp-fixture");
+    if !path.exists() {
+        let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_owned());
+        let status = std::process::Command::new(cargo)
+            .args(["build", "-q", "-p", "kimi-mcp", "--bin", "kimi-mcp-fixture"])
+            .status()
+            .unwrap();
+        assert!(status.success(), "building the MCP fixture server failed");
+    }
+    assert!(path.exists(), "{} was not built", path.display());
+    path
+}
+
+fn json_lines(stdout: &str) -> Vec<Value> {
+    stdout
+        .lines()
+        .filter(|l| !l.trim().is_empty())
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
+
+#[test]
+fn a_skill_command_sends_the_expanded_skill_and_the_listing_reaches_the_prompt() {
+    for format in CORE_FORMATS {
+        let fx = Fixture::new(format, vec![ScriptTurn::text("Hello, Bob!")]);
+        write_skill(&fx);
+        let run = fx.run(&["-p", "/skill:greet Bob", "--output-format", "stream-json"]);
+        assert_eq!(run.code, Some(0), "{run:?}");
+        let body = fx.requests()[0].body.to_string();
+        assert!(
+            body.contains("Say a warm hello to Bob and nothing else."),
+            "{}: the expanded skill was sent: {body}",
+            format.1
+        );
+        assert!(
+            body.contains("Greets someone by name"),
+            "the listing is in the prompt"
+        );
+        // The journal marks the message as a skill activation.
+        let id = fx.session_ids().pop().unwrap();
+        let origin = fx
+            .journal(&id)
+            .into_iter()
+            .find(|r| r["type"] == "context.append_message" && r["message"]["role"] == "user")
+            .map(|r| r["message"]["origin"].clone())
+            .unwrap();
+        assert_eq!(origin["kind"], "skill_activation", "{origin}");
+    }
+}
+
+#[test]
+fn the_model_loads_a_skill_with_the_skill_tool() {
+    let fx = Fixture::new(
+        CORE_FORMATS[0],
+        vec![
+            ScriptTurn::tool_calls(&[("call_s", "Skill", r#"{"skill":"greet","args":"Ann"}"#)]),
+            ScriptTurn::text("Hello, Ann!"),
+        ],
+    );
+    write_skill(&fx);
+    let run = fx.run(&["-p", "greet Ann please", "--output-format", "stream-json"]);
+    assert_eq!(run.code, Some(0), "{run:?}");
+    let first = fx.requests()[0].body.to_string();
+    assert!(first.contains("\"Skill\""), "the Skill tool is offered");
+    let second = fx.requests()[1].body.to_string();
+    assert!(
+        second.contains("Say a warm hello to Ann and nothing else."),
+        "the skill text reached the model: {second}"
+    );
+    let unknown = Fixture::new(
+        CORE_FORMATS[0],
+        vec![
+            ScriptTurn::tool_calls(&[("call_x", "Skill", r#"{"skill":"nosuch"}"#)]),
+            ScriptTurn::text("No such skill."),
+        ],
+    );
+    write_skill(&unknown);
+    let run = unknown.run(&["-p", "use nosuch", "--output-format", "stream-json"]);
+    assert_eq!(run.code, Some(0), "{run:?}");
+    let tool = json_lines(&run.stdout)
+        .into_iter()
+        .find(|l| l["role"] == "tool")
+        .unwrap();
+    assert!(tool["content"].to_string().contains("not found"), "{tool}");
+}
+
+#[test]
+fn mcp_server_tools_are_offered_and_called() {
+    let fx = Fixture::new(
+        CORE_FORMATS[0],
+        vec![
+            ScriptTurn::tool_calls(&[(
+                "call_m",
+                "mcp__fixture__echo",
+                r#"{"text":"ping from the model"}"#,
+            )]),
+            ScriptTurn::text("The server echoed it."),
+        ],
+    );
+    let config =
+        json!({"mcpServers": {"fixture": {"command": mcp_fixture(), "args": ["--stderr-noise"]}}});
+    std::fs::write(fx.home.path().join("mcp.json"), config.to_string()).unwrap();
+    let run = fx.run(&["-p", "echo something", "--output-format", "stream-json"]);
+    assert_eq!(run.code, Some(0), "{run:?}");
+    assert!(
+        !run.stderr.contains("fixture noise"),
+        "the server's stderr never reaches ours: {}",
+        run.stderr
+    );
+    let first = fx.requests()[0].body.to_string();
+    assert!(first.contains("mcp__fixture__echo") && first.contains("Echo the text back."));
+    let tool = json_lines(&run.stdout)
+        .into_iter()
+        .find(|l| l["role"] == "tool")
+        .unwrap();
+    assert_eq!(tool["tool_call_id"], "call_m");
+    assert!(
+        tool["content"].to_string().contains("ping from the model"),
+        "{tool}"
+    );
+
+    // A server that cannot start is a warning; the session still runs.
+    let broken = Fixture::new(CORE_FORMATS[0], vec![ScriptTurn::text("fine")]);
+    let config = json!({"mcpServers": {"gone": {"command": "/nonexistent/mcp-server"}}});
+    std::fs::write(broken.home.path().join("mcp.json"), config.to_string()).unwrap();
+    let run = broken.run(&["-p", "hi"]);
+    assert_eq!(run.code, Some(0), "{run:?}");
+    assert!(
+        run.stderr.contains("gone"),
+        "the failed server is named: {}",
+        run.stderr
+    );
+}
