@@ -2,13 +2,14 @@
 //! engine events to `session/update` payloads, tool names to ACP tool kinds and titles, modes.
 
 use agent_client_protocol::v1::schema::{
-    ContentBlock, ContentChunk, EmbeddedResourceResource, ImageContent, SessionMode, SessionModeId,
+    AvailableCommand, AvailableCommandInput, AvailableCommandsUpdate, ContentBlock, ContentChunk,
+    EmbeddedResourceResource, ImageContent, McpServer, SessionMode, SessionModeId,
     SessionModeState, SessionUpdate, TextContent, ToolCall as AcpToolCall, ToolCallContent,
     ToolCallStatus, ToolCallUpdate, ToolCallUpdateFields, ToolKind,
 };
 use kimi_protocol::ops::PermissionMode;
 use kimi_protocol::{ContentPart, Message, Role, ToolCall};
-use serde_json::Value;
+use serde_json::{Map, Value, json};
 
 /// A prompt from the editor as kimi-rs content parts. Embedded text resources are inlined as
 /// `<resource uri="…">…</resource>`, links become their URI, images become data URLs; binary
@@ -184,6 +185,57 @@ pub fn replay(messages: &[Message]) -> Vec<SessionUpdate> {
     updates
 }
 
+/// The MCP servers an editor passes with `session/new` / `session/load`, in `mcp.json` shape
+/// (`{"mcpServers": {name: {...}}}`) so the front end reads them like its own files.
+pub fn mcp_servers_json(servers: &[McpServer]) -> Value {
+    let mut out = Map::new();
+    for server in servers {
+        let (name, entry) = match server {
+            McpServer::Stdio(stdio) => (
+                stdio.name.clone(),
+                json!({
+                    "command": stdio.command,
+                    "args": stdio.args,
+                    "env": stdio.env.iter().map(|e| (e.name.clone(), Value::from(e.value.clone()))).collect::<Map<String, Value>>(),
+                }),
+            ),
+            McpServer::Http(http) => (
+                http.name.clone(),
+                json!({
+                    "transport": "http",
+                    "url": http.url,
+                    "headers": http.headers.iter().map(|h| (h.name.clone(), Value::from(h.value.clone()))).collect::<Map<String, Value>>(),
+                }),
+            ),
+            McpServer::Sse(sse) => (
+                sse.name.clone(),
+                json!({"transport": "sse", "url": sse.url}),
+            ),
+            _ => continue,
+        };
+        out.insert(name, entry);
+    }
+    json!({ "mcpServers": out })
+}
+
+/// `available_commands_update` listing slash commands (name, description) the session runs.
+pub fn commands_update(commands: &[(String, String)]) -> SessionUpdate {
+    SessionUpdate::AvailableCommandsUpdate(AvailableCommandsUpdate::new(
+        commands
+            .iter()
+            .map(|(name, description)| {
+                AvailableCommand::new(name.clone(), description.clone()).input(
+                    AvailableCommandInput::Unstructured(
+                        agent_client_protocol::v1::schema::UnstructuredCommandInput::new(
+                            "arguments",
+                        ),
+                    ),
+                )
+            })
+            .collect(),
+    ))
+}
+
 /// The session modes offered to the editor and their permission modes.
 pub const MODES: [(&str, &str, &str, PermissionMode); 3] = [
     (
@@ -280,6 +332,22 @@ mod tests {
         assert_eq!(done["sessionUpdate"], "tool_call_update");
         assert_eq!(done["status"], "failed");
         assert_eq!(done["content"][0]["content"]["text"], "ok");
+    }
+
+    #[test]
+    fn editor_mcp_servers_become_mcp_json() {
+        let servers: Vec<McpServer> = serde_json::from_value(json!([
+            {"name": "fs", "command": "/bin/fs-server", "args": ["--root", "/p"], "env": [{"name": "A", "value": "1"}]},
+            {"type": "http", "name": "web", "url": "http://127.0.0.1:9/mcp", "headers": [{"name": "X-K", "value": "v"}]},
+        ]))
+        .unwrap();
+        assert_eq!(
+            mcp_servers_json(&servers),
+            json!({"mcpServers": {
+                "fs": {"command": "/bin/fs-server", "args": ["--root", "/p"], "env": {"A": "1"}},
+                "web": {"transport": "http", "url": "http://127.0.0.1:9/mcp", "headers": {"X-K": "v"}},
+            }})
+        );
     }
 
     #[test]

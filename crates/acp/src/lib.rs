@@ -22,7 +22,20 @@ pub use server::serve;
 /// configuration and permission rules, in a permission mode that asks (the editor answers).
 pub trait SessionHost: Send + Sync + 'static {
     /// Open a new session in `cwd` (`Resume::New`) or an existing one (`Resume::Id`).
-    fn open(&self, cwd: &Path, resume: Resume) -> Result<OpenedSession, String>;
+    /// `mcp_servers` are the editor's servers for this session only, in `mcp.json` shape
+    /// (`{"mcpServers": {...}}`); they are never written anywhere.
+    fn open(
+        &self,
+        cwd: &Path,
+        resume: Resume,
+        mcp_servers: serde_json::Value,
+    ) -> Result<OpenedSession, String>;
+
+    /// Slash commands the session runs besides the engine's (skills): name and description,
+    /// advertised to the editor.
+    fn commands(&self, _session_id: &str) -> Vec<(String, String)> {
+        Vec::new()
+    }
 
     /// Rewrite a prompt before it is submitted (e.g. expand `/skill:name` commands); an error
     /// is returned to the editor and nothing is submitted.

@@ -12,10 +12,11 @@ use std::sync::{Arc, Mutex, PoisonError};
 use agent_client_protocol::v1::ConnectionTo;
 use agent_client_protocol::v1::schema::{
     AgentCapabilities, CancelNotification, Implementation, InitializeRequest, InitializeResponse,
-    LoadSessionRequest, LoadSessionResponse, NewSessionRequest, NewSessionResponse,
-    PermissionOption, PermissionOptionKind, PromptCapabilities, PromptRequest, PromptResponse,
-    RequestPermissionOutcome, RequestPermissionRequest, SessionNotification, SetSessionModeRequest,
-    SetSessionModeResponse, StopReason, ToolCallUpdate, ToolCallUpdateFields,
+    LoadSessionRequest, LoadSessionResponse, McpCapabilities, NewSessionRequest,
+    NewSessionResponse, PermissionOption, PermissionOptionKind, PromptCapabilities, PromptRequest,
+    PromptResponse, RequestPermissionOutcome, RequestPermissionRequest, SessionNotification,
+    SetSessionModeRequest, SetSessionModeResponse, StopReason, ToolCallUpdate,
+    ToolCallUpdateFields,
 };
 use agent_client_protocol::{Agent, ByteStreams, Client, Error as AcpError};
 use kimi_core::engine::agent::AgentHandle;
@@ -250,6 +251,7 @@ pub async fn serve(
                         .agent_capabilities(
                             AgentCapabilities::new()
                                 .load_session(true)
+                                .mcp_capabilities(McpCapabilities::new().http(true).sse(false))
                                 .prompt_capabilities(
                                     PromptCapabilities::new()
                                         .image(true)
@@ -265,12 +267,19 @@ pub async fn serve(
         .on_receive_request(
             async move |request: NewSessionRequest, responder, cx| {
                 let cwd: PathBuf = request.cwd;
-                match new_host.open(&cwd, Resume::New) {
+                let servers = convert::mcp_servers_json(&request.mcp_servers);
+                match new_host.open(&cwd, Resume::New, servers) {
                     Ok(opened) => {
                         let mode = opened.agent.handle.runtime().config.permissions.mode();
                         let (id, _) = start(&cx, &s_new, opened);
-                        responder
-                            .respond(NewSessionResponse::new(id).modes(convert::mode_state(mode)))
+                        let commands = new_host.commands(&id);
+                        responder.respond(
+                            NewSessionResponse::new(id.clone()).modes(convert::mode_state(mode)),
+                        )?;
+                        if !commands.is_empty() {
+                            notify(&cx, &id, convert::commands_update(&commands));
+                        }
+                        Ok(())
                     }
                     Err(message) => responder.respond_with_error(
                         AcpError::internal_error().data(serde_json::Value::from(message)),
@@ -289,7 +298,8 @@ pub async fn serve(
                         )),
                     ));
                 }
-                match load_host.open(&request.cwd, Resume::Id(id.clone())) {
+                let servers = convert::mcp_servers_json(&request.mcp_servers);
+                match load_host.open(&request.cwd, Resume::Id(id.clone()), servers) {
                     Ok(opened) => {
                         let mode = opened.agent.handle.runtime().config.permissions.mode();
                         let history = opened
@@ -304,8 +314,13 @@ pub async fn serve(
                             notify(&cx, &id, update);
                         }
                         start(&cx, &s_load, opened);
+                        let commands = load_host.commands(&id);
                         responder
-                            .respond(LoadSessionResponse::new().modes(convert::mode_state(mode)))
+                            .respond(LoadSessionResponse::new().modes(convert::mode_state(mode)))?;
+                        if !commands.is_empty() {
+                            notify(&cx, &id, convert::commands_update(&commands));
+                        }
+                        Ok(())
                     }
                     Err(message) => responder.respond_with_error(
                         AcpError::internal_error().data(serde_json::Value::from(message)),

@@ -31,7 +31,12 @@ impl Host {
 }
 
 impl kimi_acp::SessionHost for Host {
-    fn open(&self, cwd: &Path, resume: Resume) -> Result<OpenedSession, String> {
+    fn open(
+        &self,
+        cwd: &Path,
+        resume: Resume,
+        mcp_servers: serde_json::Value,
+    ) -> Result<OpenedSession, String> {
         if !cwd.is_absolute() || !cwd.is_dir() {
             return Err(format!(
                 "the session directory {} is not an existing absolute path",
@@ -43,10 +48,11 @@ impl kimi_acp::SessionHost for Host {
         // Called from the connection's handler on the multi-threaded runtime: connecting the
         // MCP servers may block this worker, the others keep serving.
         let extensions = tokio::task::block_in_place(|| {
-            tokio::runtime::Handle::current().block_on(Extensions::load(
+            tokio::runtime::Handle::current().block_on(Extensions::load_with(
                 &self.home,
                 cwd,
                 &self.args.skills_dir,
+                Some(&mcp_servers),
             ))
         });
         for warning in &extensions.warnings {
@@ -71,6 +77,20 @@ impl kimi_acp::SessionHost for Host {
         self.extensions()
             .insert(opened.session.state.id.clone(), extensions);
         Ok(opened)
+    }
+
+    fn commands(&self, session_id: &str) -> Vec<(String, String)> {
+        self.extensions()
+            .get(session_id)
+            .map(|e| {
+                e.skills
+                    .list()
+                    .iter()
+                    .filter(|s| s.kind().is_user_activatable())
+                    .map(|s| (format!("skill:{}", s.name), s.description.clone()))
+                    .collect()
+            })
+            .unwrap_or_default()
     }
 
     fn prepare(&self, session_id: &str, op: Op) -> Result<Op, String> {

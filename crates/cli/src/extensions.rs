@@ -42,6 +42,17 @@ fn extra_skill_dirs(home: &Path) -> Vec<PathBuf> {
 impl Extensions {
     /// Discover skills and connect the MCP servers for sessions in `cwd`.
     pub async fn load(home: &Path, cwd: &Path, skills_dirs: &[PathBuf]) -> Extensions {
+        Self::load_with(home, cwd, skills_dirs, None).await
+    }
+
+    /// [`Extensions::load`] plus servers given for this session only (an editor's, in
+    /// `mcp.json` shape), which win over same-named configured ones.
+    pub async fn load_with(
+        home: &Path,
+        cwd: &Path,
+        skills_dirs: &[PathBuf],
+        session_servers: Option<&serde_json::Value>,
+    ) -> Extensions {
         let (skills, mut warnings) = kimi_skills::discover(&DiscoverOptions {
             kimi_home: home.to_owned(),
             user_home: std::env::home_dir(),
@@ -49,7 +60,15 @@ impl Extensions {
             skills_dirs: skills_dirs.to_vec(),
             extra_dirs: extra_skill_dirs(home),
         });
-        let mcp = match kimi_mcp::load_config(home, cwd) {
+        let config = kimi_mcp::load_config(home, cwd).and_then(|mut config| {
+            if let Some(servers) = session_servers {
+                let source = Path::new("<servers given by the editor>");
+                let given = kimi_mcp::config::parse_file(&servers.to_string(), source, Some(cwd))?;
+                config.servers.extend(given);
+            }
+            Ok(config)
+        });
+        let mcp = match config {
             Ok(config) if config.servers.is_empty() => None,
             Ok(config) => {
                 let (manager, mcp_warnings) = McpManager::connect(&config, cwd).await;

@@ -11,7 +11,7 @@ use std::io::{BufRead, BufReader, Write};
 use std::process::{Child, ChildStdin, Stdio};
 use std::sync::mpsc::{Receiver, channel};
 
-use common::{CORE_FORMATS, Fixture, WAIT};
+use common::{CORE_FORMATS, Fixture, WAIT, mcp_fixture};
 use kimi_llm::scripted::ScriptTurn;
 use serde_json::{Value, json};
 
@@ -361,5 +361,63 @@ fn load_replays_the_stored_conversation_and_continues_it() {
             .contains("session/new"),
         "{unknown}"
     );
+    editor.close();
+}
+
+#[test]
+fn editor_mcp_servers_and_skill_commands_reach_the_session() {
+    let fx = Fixture::new(
+        CORE_FORMATS[0],
+        vec![
+            ScriptTurn::tool_calls(&[(
+                "call_e",
+                "mcp__editor__echo",
+                r#"{"text":"from the editor's server"}"#,
+            )]),
+            ScriptTurn::text("Echoed."),
+            ScriptTurn::text("Hi Zoe."),
+        ],
+    );
+    let skill = fx.home.path().join("skills/greet");
+    std::fs::create_dir_all(&skill).unwrap();
+    std::fs::write(
+        skill.join("SKILL.md"),
+        "---\nname: greet\ndescription: Greets someone\n---\nGreet $ARGUMENTS warmly.\n",
+    )
+    .unwrap();
+    let mut editor = Editor::start(&fx);
+    let response = editor.call(
+        "session/new",
+        json!({"cwd": fx.cwd(), "mcpServers": [{"name": "editor", "command": mcp_fixture(), "args": [], "env": []}]}),
+    );
+    let session = response["result"]["sessionId"].as_str().unwrap().to_owned();
+    let response = editor.prompt(&session, "echo via the editor's server");
+    assert_eq!(response["result"]["stopReason"], "end_turn", "{response}");
+    let commands = editor
+        .updates
+        .iter()
+        .find(|u| u["sessionUpdate"] == "available_commands_update")
+        .expect("skills are advertised as commands");
+    assert_eq!(commands["availableCommands"][0]["name"], "skill:greet");
+    let result = editor
+        .updates
+        .iter()
+        .find(|u| u["sessionUpdate"] == "tool_call_update")
+        .unwrap();
+    assert_eq!(result["status"], "completed", "{result}");
+    assert!(
+        result["content"][0]["content"]["text"]
+            .as_str()
+            .unwrap()
+            .contains("from the editor's server")
+    );
+    assert_eq!(editor.asked.len(), 1, "MCP tools ask in default mode");
+    let first = fx.requests()[0].body.to_string();
+    assert!(first.contains("mcp__editor__echo"));
+
+    let response = editor.prompt(&session, "/skill:greet Zoe");
+    assert_eq!(response["result"]["stopReason"], "end_turn", "{response}");
+    let last = fx.requests().last().unwrap().body.to_string();
+    assert!(last.contains("Greet Zoe warmly."), "{last}");
     editor.close();
 }

@@ -6,9 +6,7 @@
 
 mod common;
 
-use std::path::PathBuf;
-
-use common::{CORE_FORMATS, Fixture};
+use common::{CORE_FORMATS, Fixture, mcp_fixture};
 use kimi_llm::scripted::ScriptTurn;
 use serde_json::{Value, json};
 
@@ -20,22 +18,6 @@ fn write_skill(fx: &Fixture) {
         "---\nname: greet\ndescription: Greets someone by name\n---\nSay a warm hello to $ARGUMENTS and nothing else.\n",
     )
     .unwrap();
-}
-
-/// The MCP test server kimi-mcp builds (a sibling of the kimi-rs binary); built on demand when
-/// only this package was compiled.
-fn mcp_fixture() -> PathBuf {
-    let path = PathBuf::from(common::BIN).with_file_name("kimi-mcp-fixture");
-    if !path.exists() {
-        let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_owned());
-        let status = std::process::Command::new(cargo)
-            .args(["build", "-q", "-p", "kimi-mcp", "--bin", "kimi-mcp-fixture"])
-            .status()
-            .unwrap();
-        assert!(status.success(), "building the MCP fixture server failed");
-    }
-    assert!(path.exists(), "{} was not built", path.display());
-    path
 }
 
 fn json_lines(stdout: &str) -> Vec<Value> {

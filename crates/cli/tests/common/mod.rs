@@ -304,3 +304,19 @@ pub fn json_lines(run: &Run) -> Vec<Value> {
         .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}\n{run:?}")))
         .collect()
 }
+
+/// The MCP test server kimi-mcp builds (a sibling of the kimi-rs binary); built on demand when
+/// only this package was compiled.
+pub fn mcp_fixture() -> PathBuf {
+    let path = PathBuf::from(BIN).with_file_name("kimi-mcp-fixture");
+    if !path.exists() {
+        let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_owned());
+        let status = std::process::Command::new(cargo)
+            .args(["build", "-q", "-p", "kimi-mcp", "--bin", "kimi-mcp-fixture"])
+            .status()
+            .unwrap();
+        assert!(status.success(), "building the MCP fixture server failed");
+    }
+    assert!(path.exists(), "{} was not built", path.display());
+    path
+}
