@@ -6,7 +6,7 @@
 //! once its turn ends, and approvals are asked from tokio tasks.
 
 use std::collections::{HashMap, VecDeque};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, PoisonError};
 
 use agent_client_protocol::v1::ConnectionTo;
@@ -21,7 +21,9 @@ use agent_client_protocol::v1::schema::{
 use agent_client_protocol::{Agent, ByteStreams, Client, Error as AcpError};
 use kimi_core::engine::agent::AgentHandle;
 use kimi_core::session::{OpenedSession, Resume};
-use kimi_protocol::ops::{ApprovalDecision, ApprovalRequest, Event, Op, TurnEndReason};
+use kimi_protocol::ops::{
+    ApprovalDecision, ApprovalRequest, Event, Op, PermissionMode, TurnEndReason,
+};
 use tokio::sync::{mpsc, oneshot};
 use tokio_util::compat::{TokioAsyncReadCompatExt, TokioAsyncWriteCompatExt};
 
@@ -177,11 +179,7 @@ async fn pump(
     }
 }
 
-fn start(
-    cx: &ConnectionTo<Client>,
-    sessions: &Sessions,
-    opened: OpenedSession,
-) -> (String, Arc<Live>) {
+fn start(cx: &ConnectionTo<Client>, sessions: &Sessions, opened: OpenedSession) {
     let id = opened.session.state.id.clone();
     let live = Arc::new(Live {
         handle: opened.agent.handle.clone(),
@@ -196,8 +194,60 @@ fn start(
     // The agent ends when its last handle is dropped or on Shutdown; its join handle is not
     // needed here.
     drop(opened.agent.join);
-    lock(sessions).insert(id.clone(), live.clone());
-    (id, live)
+    lock(sessions).insert(id, live);
+}
+
+/// A session just opened on this connection.
+struct Started {
+    id: String,
+    mode: PermissionMode,
+    commands: Vec<(String, String)>,
+}
+
+impl Started {
+    /// Tell the editor the session's slash commands (after the response that names it).
+    fn advertise(&self, cx: &ConnectionTo<Client>) {
+        if !self.commands.is_empty() {
+            notify(cx, &self.id, convert::commands_update(&self.commands));
+        }
+    }
+}
+
+/// Open a session through the host and start its event pump; a loaded session's stored
+/// conversation is replayed to the editor first.
+fn open(
+    host: &dyn SessionHost,
+    cx: &ConnectionTo<Client>,
+    sessions: &Sessions,
+    cwd: &Path,
+    resume: Resume,
+    servers: serde_json::Value,
+) -> Result<Started, AcpError> {
+    let loading = matches!(resume, Resume::Id(_));
+    let opened = host
+        .open(cwd, resume, servers)
+        .map_err(|message| AcpError::internal_error().data(serde_json::Value::from(message)))?;
+    let mode = opened.agent.handle.runtime().config.permissions.mode();
+    let id = opened.session.state.id.clone();
+    if loading {
+        let history = opened
+            .agent
+            .handle
+            .runtime()
+            .log()
+            .history()
+            .messages()
+            .to_vec();
+        for update in convert::replay(&history) {
+            notify(cx, &id, update);
+        }
+    }
+    start(cx, sessions, opened);
+    Ok(Started {
+        commands: host.commands(&id),
+        id,
+        mode,
+    })
 }
 
 fn stop_reason(
@@ -268,22 +318,16 @@ pub async fn serve(
             async move |request: NewSessionRequest, responder, cx| {
                 let cwd: PathBuf = request.cwd;
                 let servers = convert::mcp_servers_json(&request.mcp_servers);
-                match new_host.open(&cwd, Resume::New, servers) {
+                match open(&*new_host, &cx, &s_new, &cwd, Resume::New, servers) {
                     Ok(opened) => {
-                        let mode = opened.agent.handle.runtime().config.permissions.mode();
-                        let (id, _) = start(&cx, &s_new, opened);
-                        let commands = new_host.commands(&id);
                         responder.respond(
-                            NewSessionResponse::new(id.clone()).modes(convert::mode_state(mode)),
+                            NewSessionResponse::new(opened.id.clone())
+                                .modes(convert::mode_state(opened.mode)),
                         )?;
-                        if !commands.is_empty() {
-                            notify(&cx, &id, convert::commands_update(&commands));
-                        }
+                        opened.advertise(&cx);
                         Ok(())
                     }
-                    Err(message) => responder.respond_with_error(
-                        AcpError::internal_error().data(serde_json::Value::from(message)),
-                    ),
+                    Err(err) => responder.respond_with_error(err),
                 }
             },
             agent_client_protocol::on_receive_request!(),
@@ -299,32 +343,22 @@ pub async fn serve(
                     ));
                 }
                 let servers = convert::mcp_servers_json(&request.mcp_servers);
-                match load_host.open(&request.cwd, Resume::Id(id.clone()), servers) {
+                match open(
+                    &*load_host,
+                    &cx,
+                    &s_load,
+                    &request.cwd,
+                    Resume::Id(id),
+                    servers,
+                ) {
                     Ok(opened) => {
-                        let mode = opened.agent.handle.runtime().config.permissions.mode();
-                        let history = opened
-                            .agent
-                            .handle
-                            .runtime()
-                            .log()
-                            .history()
-                            .messages()
-                            .to_vec();
-                        for update in convert::replay(&history) {
-                            notify(&cx, &id, update);
-                        }
-                        start(&cx, &s_load, opened);
-                        let commands = load_host.commands(&id);
-                        responder
-                            .respond(LoadSessionResponse::new().modes(convert::mode_state(mode)))?;
-                        if !commands.is_empty() {
-                            notify(&cx, &id, convert::commands_update(&commands));
-                        }
+                        responder.respond(
+                            LoadSessionResponse::new().modes(convert::mode_state(opened.mode)),
+                        )?;
+                        opened.advertise(&cx);
                         Ok(())
                     }
-                    Err(message) => responder.respond_with_error(
-                        AcpError::internal_error().data(serde_json::Value::from(message)),
-                    ),
+                    Err(err) => responder.respond_with_error(err),
                 }
             },
             agent_client_protocol::on_receive_request!(),
