@@ -4,6 +4,7 @@
 pub mod engine;
 pub mod hooks;
 pub mod permission;
+pub mod plan;
 pub mod profile;
 pub mod prompt;
 pub mod session;

@@ -19,6 +19,8 @@ use crate::engine::records::profile_bind;
 use crate::engine::runtime::{AgentConfig, PermissionPolicy};
 use crate::hooks::{CommonPayload, HookEventData, HookRunner, HookSet, load_hooks_from_str};
 use crate::permission::{PermissionState, SessionApprovals, Workspace};
+use crate::plan::PlanMode;
+use crate::plan::tools::{EnterPlanModeTool, ExitPlanModeTool};
 use crate::profile::catalog::load_agent_file;
 use crate::profile::{
     AgentDirs, DEFAULT_MAIN, Profile, ProfileCatalog, ProfileSource, PromptEnv, registry_for,
@@ -319,6 +321,21 @@ pub fn open_session(setup: SessionSetup) -> Result<OpenedSession, SessionError> 
     ctx.additional_dirs = setup.additional_dirs.clone();
     ctx.env = setup.tool_env.clone();
     ctx.skill_roots = setup.extensions.skill_roots.clone();
+    // `--plan` / `default_plan_mode` turn plan mode on at start; a resumed session also keeps
+    // the state its journal last recorded.
+    let start_in_plan = setup
+        .permission_chain
+        .as_ref()
+        .is_some_and(|state| state.mode.plan);
+    let plan = Arc::new(PlanMode::new(
+        &agent_dir,
+        Workspace::new(
+            &setup.cwd,
+            &setup.additional_dirs,
+            std::env::home_dir().as_deref(),
+        ),
+        restored.plan.clone(),
+    ));
     let permissions: Arc<dyn PermissionPolicy> = match setup.permission_chain {
         Some(mut state) => {
             state.session = SessionApprovals::from_records(restored.approvals.iter());
@@ -365,7 +382,7 @@ pub fn open_session(setup: SessionSetup) -> Result<OpenedSession, SessionError> 
         max_context_tokens: setup.max_context_tokens,
         max_steps_per_turn: setup.max_steps_per_turn,
         retry: setup.retry,
-        tools: Arc::new(main_registry(&profile, &extension_tools, &subagents)),
+        tools: Arc::new(main_registry(&profile, &extension_tools, &subagents, &plan)),
         tool_ctx: Arc::new(ctx),
         permissions,
         hooks: hooks.clone(),
@@ -373,17 +390,22 @@ pub fn open_session(setup: SessionSetup) -> Result<OpenedSession, SessionError> 
             store: SessionStore::new(Home::new(&setup.home)),
             session: std::sync::Mutex::new(session.clone()),
         })),
+        plan: Some(plan.clone()),
     };
     let queued = restored.queued_prompts.clone();
     let bind = restored.system_prompt.is_none();
     let agent = spawn_agent(config, log, queued);
     subagents.attach(agent.handle.runtime());
+    plan.attach(agent.handle.runtime());
     if bind {
         agent.handle.runtime().commit(vec![profile_bind(
             &profile.name,
             profile.file(),
             &system_prompt,
         )]);
+    }
+    if start_in_plan && !plan.is_active() {
+        plan.enter(false);
     }
     if let Some(hooks) = hooks {
         hooks.fire_and_forget(HookEventData::SessionStart {
@@ -451,17 +473,21 @@ fn restored_profile(
     default()
 }
 
-/// The main agent's tools: the built-ins, the front end's, and `Agent`, as its profile allows.
+/// The main agent's tools: the built-ins, the front end's, `Agent` and the plan-mode tools, as
+/// its profile allows.
 fn main_registry(
     profile: &Profile,
     extension_tools: &[Arc<dyn kimi_tools::Tool>],
     subagents: &Arc<SubagentHost>,
+    plan: &Arc<PlanMode>,
 ) -> kimi_tools::ToolRegistry {
     let mut all = kimi_tools::builtin::default_registry();
     for tool in extension_tools {
         all.register(tool.clone());
     }
     all.register(Arc::new(AgentTool::new(subagents.clone())));
+    all.register(Arc::new(EnterPlanModeTool::new(plan.clone())));
+    all.register(Arc::new(ExitPlanModeTool::new(plan.clone())));
     let tools: Vec<Arc<dyn kimi_tools::Tool>> =
         all.names().iter().filter_map(|n| all.get(n)).collect();
     registry_for(profile, &tools)

@@ -24,7 +24,21 @@ pub enum ApprovalDecision {
     ApproveOnce,
     ApproveForSession,
     Reject,
-    RejectWithFeedback { feedback: String },
+    RejectWithFeedback {
+        feedback: String,
+    },
+    /// Approve and pick one of the request's `options` (a plan review's approaches) by label.
+    ApproveOption {
+        label: String,
+    },
+}
+
+/// A choice an approval request offers besides approve/reject (ExitPlanMode's approaches).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ApprovalOption {
+    pub label: String,
+    #[serde(default)]
+    pub description: String,
 }
 
 /// Operations a front end sends to a session.
@@ -67,6 +81,8 @@ pub enum Op {
     SetPlanMode {
         enabled: bool,
     },
+    /// Empty the current plan file (`/plan clear`); plan mode itself is unchanged.
+    ClearPlan,
     SetModel {
         alias: String,
     },
@@ -119,6 +135,10 @@ pub struct ApprovalRequest {
     pub danger: Option<String>,
     /// Why the permission chain asked (the deciding policy's name).
     pub policy: String,
+    /// Approaches the user may pick when approving (ExitPlanMode's `options`); answered with
+    /// [`ApprovalDecision::ApproveOption`].
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub options: Vec<ApprovalOption>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]

@@ -53,6 +53,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
                             ),
                             danger: None,
                             policy: "manual-mode".into(),
+                            options: Vec::new(),
                         }))
                         .await;
                 }

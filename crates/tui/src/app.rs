@@ -414,8 +414,20 @@ impl App {
                 is_error,
             } => {
                 let text = parts_text(&output);
+                let mut plan_change = None;
                 if let Some(card) = self.card_mut(&tool_call_id) {
+                    // The model switches plan mode with its tools; the footer follows.
+                    plan_change = match (card.name.as_str(), is_error) {
+                        ("EnterPlanMode", false) => Some(true),
+                        ("ExitPlanMode", false) if text.starts_with("Exited plan mode") => {
+                            Some(false)
+                        }
+                        _ => None,
+                    };
                     card.finish(text, is_error, now);
+                }
+                if let Some(active) = plan_change {
+                    self.info.plan_mode = active;
                 }
             }
             Event::ApprovalRequested(req) => {

@@ -97,7 +97,7 @@ pub const COMMANDS: &[CommandSpec] = &[
         "plan",
         &[],
         Always,
-        "toggle plan mode [on|off]",
+        "toggle plan mode [on|off], or empty the plan file [clear]",
     ),
     spec(
         Command::Compact,

@@ -86,6 +86,64 @@ const APPROVAL_OPTIONS: [&str; 4] = [
     "Reject with feedback…",
 ];
 
+/// What one row of the approval panel does.
+#[derive(Debug, Clone, PartialEq)]
+enum Choice {
+    Decide(ApprovalDecision),
+    /// Open the feedback editor (reject with feedback / revise).
+    Feedback,
+}
+
+/// An `ExitPlanMode` review: the panel shows the plan and offers its approaches.
+fn is_plan_review(r: &ApprovalRequest) -> bool {
+    r.tool_name == "ExitPlanMode"
+}
+
+/// The rows of the approval panel: the usual four, or for a plan review one "approve" row per
+/// offered approach (or a single one), "reject" and "revise with feedback".
+fn approval_choices(r: &ApprovalRequest) -> Vec<(String, Choice)> {
+    if !is_plan_review(r) {
+        let decisions = [
+            Choice::Decide(ApprovalDecision::ApproveOnce),
+            Choice::Decide(ApprovalDecision::ApproveForSession),
+            Choice::Decide(ApprovalDecision::Reject),
+            Choice::Feedback,
+        ];
+        return APPROVAL_OPTIONS
+            .iter()
+            .map(|l| (*l).to_owned())
+            .zip(decisions)
+            .collect();
+    }
+    let mut rows: Vec<(String, Choice)> = if r.options.is_empty() {
+        vec![(
+            "Approve the plan".to_owned(),
+            Choice::Decide(ApprovalDecision::ApproveOnce),
+        )]
+    } else {
+        r.options
+            .iter()
+            .map(|o| {
+                let label = if o.description.is_empty() {
+                    format!("Approve: {}", o.label)
+                } else {
+                    format!("Approve: {} — {}", o.label, o.description)
+                };
+                let decision = ApprovalDecision::ApproveOption {
+                    label: o.label.clone(),
+                };
+                (label, Choice::Decide(decision))
+            })
+            .collect()
+    };
+    rows.push((
+        "Reject (stay in plan mode)".to_owned(),
+        Choice::Decide(ApprovalDecision::Reject),
+    ));
+    rows.push(("Revise with feedback…".to_owned(), Choice::Feedback));
+    rows
+}
+
 #[derive(Debug, Clone)]
 pub struct Question {
     pub text: String,
@@ -275,14 +333,14 @@ fn approval_key(d: &mut ApprovalDialog, key: KeyEvent, ctrl: bool) -> DialogResu
             }
         };
     }
-    let choose = |d: &mut ApprovalDialog, i: usize| match i {
-        0 => decide(ApprovalDecision::ApproveOnce),
-        1 => decide(ApprovalDecision::ApproveForSession),
-        2 => decide(ApprovalDecision::Reject),
-        _ => {
+    let choices = approval_choices(&d.request);
+    let choose = |d: &mut ApprovalDialog, i: usize| match choices.get(i).map(|c| &c.1) {
+        Some(Choice::Decide(decision)) => decide(decision.clone()),
+        Some(Choice::Feedback) => {
             d.feedback = Some(Editor::new(false));
             DialogResult::Keep
         }
+        None => DialogResult::Keep,
     };
     match key.code {
         KeyCode::Esc => decide(ApprovalDecision::Reject),
@@ -296,7 +354,7 @@ fn approval_key(d: &mut ApprovalDialog, key: KeyEvent, ctrl: bool) -> DialogResu
             DialogResult::Keep
         }
         KeyCode::Down => {
-            d.selected = (d.selected + 1).min(APPROVAL_OPTIONS.len() - 1);
+            d.selected = (d.selected + 1).min(choices.len().saturating_sub(1));
             DialogResult::Keep
         }
         KeyCode::Enter => {
@@ -304,7 +362,7 @@ fn approval_key(d: &mut ApprovalDialog, key: KeyEvent, ctrl: bool) -> DialogResu
             choose(d, i)
         }
         _ => match digit(&key) {
-            Some(i) if i < APPROVAL_OPTIONS.len() => choose(d, i),
+            Some(i) if i < choices.len() => choose(d, i),
             _ => DialogResult::Keep,
         },
     }
@@ -432,7 +490,57 @@ fn option_line(i: usize, label: &str, selected: bool, theme: &Theme) -> Line<'st
     ])
 }
 
+/// A plan review: the plan text (20 lines, all with ctrl-e) above the choices.
+fn plan_review_lines(d: &ApprovalDialog, t: &Theme, width: usize, out: &mut Vec<Line<'static>>) {
+    let r = &d.request;
+    out.push(Line::styled("Review the plan", t.text_strong));
+    out.push(Line::styled(format!("  {}", r.summary), t.text_dim));
+    let plan = r.detail.as_deref().unwrap_or_default();
+    let lines: Vec<&str> = plan.lines().collect();
+    let max = if d.expanded { lines.len() } else { 20 };
+    for l in lines.iter().take(max) {
+        out.push(Line::from(vec![
+            Span::styled("  │ ", t.border),
+            Span::styled(truncate(l, width.saturating_sub(4)), t.text),
+        ]));
+    }
+    if lines.len() > max {
+        out.push(Line::styled(
+            format!("  … {} more lines (ctrl-e to expand)", lines.len() - max),
+            t.text_dim,
+        ));
+    }
+}
+
 fn approval_lines(d: &ApprovalDialog, t: &Theme, width: usize, out: &mut Vec<Line<'static>>) {
+    let r = &d.request;
+    let choices = approval_choices(r);
+    if is_plan_review(r) {
+        plan_review_lines(d, t, width, out);
+    } else {
+        request_lines(d, t, width, out);
+    }
+    for (i, (label, _)) in choices.iter().enumerate() {
+        out.push(option_line(i, label, i == d.selected, t));
+    }
+    if let Some(editor) = &d.feedback {
+        out.push(Line::from(vec![
+            Span::styled("  feedback: ", t.accent),
+            Span::styled(editor.text().to_owned(), t.text),
+            Span::styled("▏", t.accent),
+        ]));
+    }
+    out.push(Line::styled(
+        format!(
+            "  policy: {} · 1-{} or ↑↓ enter · esc rejects",
+            r.policy,
+            choices.len()
+        ),
+        t.text_dim,
+    ));
+}
+
+fn request_lines(d: &ApprovalDialog, t: &Theme, width: usize, out: &mut Vec<Line<'static>>) {
     let r = &d.request;
     out.push(Line::from(vec![
         Span::styled("Allow ", t.text_strong),
@@ -464,20 +572,6 @@ fn approval_lines(d: &ApprovalDialog, t: &Theme, width: usize, out: &mut Vec<Lin
             ));
         }
     }
-    for (i, label) in APPROVAL_OPTIONS.iter().enumerate() {
-        out.push(option_line(i, label, i == d.selected, t));
-    }
-    if let Some(editor) = &d.feedback {
-        out.push(Line::from(vec![
-            Span::styled("  feedback: ", t.accent),
-            Span::styled(editor.text().to_owned(), t.text),
-            Span::styled("▏", t.accent),
-        ]));
-    }
-    out.push(Line::styled(
-        format!("  policy: {} · 1-4 or ↑↓ enter · esc rejects", r.policy),
-        t.text_dim,
-    ));
 }
 
 fn question_lines(d: &QuestionDialog, t: &Theme, out: &mut Vec<Line<'static>>) {

@@ -404,6 +404,10 @@ impl App {
             }
             Command::Plan => {
                 let enabled = match args {
+                    "clear" => {
+                        self.op(Op::ClearPlan);
+                        return;
+                    }
                     "on" => true,
                     "off" => false,
                     _ => !self.info.plan_mode,

@@ -144,9 +144,13 @@ async fn dispatch(rt: Arc<Runtime>, mut ops: mpsc::UnboundedReceiver<Op>) {
                     },
                 )]);
             }
-            Op::SetPlanMode { .. } => rt.emit(Event::Warning {
-                message: "plan mode is not available in this build yet".to_owned(),
-            }),
+            Op::SetPlanMode { enabled } => match &rt.config.plan {
+                Some(plan) => plan.set_enabled(enabled),
+                None => rt.emit(Event::Warning {
+                    message: "this agent has no plan mode (subagents never plan)".to_owned(),
+                }),
+            },
+            Op::ClearPlan => clear_plan(&rt),
             Op::SetModel { alias } => rt.emit(Event::Warning {
                 message: format!("switching the model of a running session (to {alias}) is not available in this build yet; restart with -m {alias}"),
             }),
@@ -235,14 +239,40 @@ fn approve(rt: &Runtime, request_id: &str, decision: ApprovalDecision) {
         ApprovalDecision::ApproveForSession => UserAnswer::ApproveForSession,
         ApprovalDecision::Reject => UserAnswer::Reject(None),
         ApprovalDecision::RejectWithFeedback { feedback } => UserAnswer::Reject(Some(feedback)),
+        ApprovalDecision::ApproveOption { label } => UserAnswer::ApproveOption(label),
     };
     let _ = tx.send(answer);
+}
+
+/// `/plan clear`: empty the plan file; the outcome is reported as a warning or an error.
+fn clear_plan(rt: &Runtime) {
+    let Some(plan) = &rt.config.plan else {
+        rt.emit(Event::Warning {
+            message: "this agent has no plan mode (subagents never plan)".to_owned(),
+        });
+        return;
+    };
+    match plan.clear() {
+        Ok(path) => rt.emit(Event::Warning {
+            message: format!("plan file {} emptied", path.display()),
+        }),
+        Err(err) => rt.emit(Event::Error {
+            message: err.to_string(),
+        }),
+    }
 }
 
 fn undo(rt: &Runtime, count: u32) {
     let result = rt.log().undo(u64::from(count));
     match result {
-        Ok(()) => rt.emit(Event::ContextUndone { turns: count }),
+        Ok(()) => {
+            // Plan mode goes back together with the conversation.
+            if let Some(plan) = &rt.config.plan {
+                let snapshot = rt.log().plan_snapshot();
+                plan.restore(snapshot);
+            }
+            rt.emit(Event::ContextUndone { turns: count });
+        }
         Err(message) => rt.emit(Event::Error { message }),
     }
 }

@@ -49,6 +49,8 @@ pub enum UserAnswer {
     Approve,
     /// Approve, and remember the call's approval rule for the rest of the session.
     ApproveForSession,
+    /// Approve with one of the request's options chosen (a plan review's approach).
+    ApproveOption(String),
     Reject(Option<String>),
 }
 
@@ -66,6 +68,16 @@ pub trait BatchHost: Send + Sync {
         policy: &str,
         danger: Option<&str>,
     ) -> Option<UserAnswer>;
+    /// A call whose review itself decides the result (ExitPlanMode): `Some` replaces running
+    /// the tool with this result.
+    fn settle(
+        &self,
+        _call: &ToolCall,
+        _plan: &ToolPlan,
+        _answer: &UserAnswer,
+    ) -> Option<ToolResult> {
+        None
+    }
     /// PreToolUse hooks: `Some(reason)` vetoes the call.
     async fn pre_tool_use(&self, call: &ToolCall, args: &Value) -> Option<String>;
     /// The call is about to run (or has an immediate result): journal `tool.call`.
@@ -202,11 +214,18 @@ async fn prepare_one(
             .ask(call, &plan, &action, &policy, danger.as_deref())
             .await
         {
-            Some(UserAnswer::Approve | UserAnswer::ApproveForSession) => None,
-            Some(UserAnswer::Reject(feedback)) => Some(ToolResult::error(rejection_text(
-                &call.name,
-                feedback.as_deref(),
-            ))),
+            Some(answer) => match env.host.settle(call, &plan, &answer) {
+                Some(result) => Some(result),
+                None => match answer {
+                    UserAnswer::Approve
+                    | UserAnswer::ApproveForSession
+                    | UserAnswer::ApproveOption(_) => None,
+                    UserAnswer::Reject(feedback) => Some(ToolResult::error(rejection_text(
+                        &call.name,
+                        feedback.as_deref(),
+                    ))),
+                },
+            },
             None => Some(ToolResult::error(executor_text::aborted(
                 &call.name,
                 env.user_cancel,
@@ -214,6 +233,7 @@ async fn prepare_one(
         },
     };
     if let Some(result) = verdict {
+        *stop_batch |= result.stop_turn;
         return (args, Some(plan), Prepared::Done(result));
     }
     if let Some(reason) = env.host.pre_tool_use(call, &args).await {

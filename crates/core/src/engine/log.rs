@@ -10,6 +10,8 @@ use kimi_context::history::{History, HistoryConfig, ReplayReport};
 use kimi_protocol::{Record, RecordPayload};
 use kimi_store::{Journal, JournalOptions, Repair, TurnClock};
 
+use crate::plan::PlanSnapshot;
+
 #[derive(Debug, thiserror::Error)]
 pub enum LogError {
     #[error(transparent)]
@@ -44,6 +46,8 @@ pub struct Restored {
     pub profile: Option<BoundProfile>,
     /// Approval answers (`permission.record_approval_result`): session approvals survive resume.
     pub approvals: Vec<kimi_protocol::record::ApprovalResult>,
+    /// The last `plan.mode` state on the active branch (plan mode survives resume).
+    pub plan: Option<PlanSnapshot>,
 }
 
 /// The profile an agent was bound to, as journaled.
@@ -65,6 +69,8 @@ pub struct AgentLog {
     journal: Journal,
     history: History,
     clock: TurnClock,
+    /// The last `plan.mode` state on the active branch.
+    plan: Option<PlanSnapshot>,
 }
 
 impl std::fmt::Debug for AgentLog {
@@ -138,6 +144,7 @@ impl AgentLog {
             .map(|s| format!("line {}: {}", s.line, s.reason))
             .collect();
         skipped.extend(read.reported.iter().map(|r| format!("{r:?}")));
+        let plan = plan_on_branch(&input);
         let mut history = History::new(HistoryConfig::default());
         let report = history.replay(input.into_undoable(), agent_id);
         Ok((
@@ -146,6 +153,7 @@ impl AgentLog {
                 journal,
                 history,
                 clock,
+                plan: plan.clone(),
             },
             Restored {
                 report,
@@ -155,6 +163,7 @@ impl AgentLog {
                 system_prompt,
                 profile,
                 approvals,
+                plan,
             },
         ))
     }
@@ -169,6 +178,11 @@ impl AgentLog {
 
     pub fn clock(&self) -> &TurnClock {
         &self.clock
+    }
+
+    /// The plan-mode state the active branch last journaled.
+    pub fn plan_snapshot(&self) -> Option<PlanSnapshot> {
+        self.plan.clone()
     }
 
     pub fn journal_path(&self) -> &Path {
@@ -197,6 +211,9 @@ impl AgentLog {
         self.journal.append(&records)?;
         for record in records {
             self.clock.apply(&record.payload);
+            if let Some(plan) = PlanSnapshot::from_record(&record.payload) {
+                self.plan = Some(plan);
+            }
             // Outcomes of live records are known-good; replay reports are for foreign files.
             let _ = self.history.apply_record(record, &self.agent_id);
         }
@@ -220,6 +237,7 @@ impl AgentLog {
     fn reload(&mut self) -> Result<(), LogError> {
         let input = self.journal.read_replay(&self.agent_id)?;
         self.clock = TurnClock::fold(input.all.iter().map(|r| &r.record.payload));
+        self.plan = plan_on_branch(&input);
         let mut history = History::new(self.history.config());
         history.replay(input.into_undoable(), &self.agent_id);
         self.history = history;
@@ -235,6 +253,17 @@ impl AgentLog {
     pub fn pending_records(&self) -> usize {
         self.journal.pending_records()
     }
+}
+
+/// The last `plan.mode` record on the active branch's restorable chain.
+fn plan_on_branch(input: &kimi_store::OwnedReplayInput) -> Option<PlanSnapshot> {
+    input
+        .all
+        .iter()
+        .zip(&input.undoable)
+        .rev()
+        .filter(|(_, on_chain)| **on_chain)
+        .find_map(|(r, _)| PlanSnapshot::from_record(&r.record.payload))
 }
 
 /// `prompt.queued` records whose prompt neither started (`turn.prompt` / `prompt.steered` with

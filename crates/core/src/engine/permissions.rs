@@ -39,35 +39,41 @@ impl ChainPolicy {
 
     /// The facts the chain decides on, built from the tool's plan.
     pub fn facts(&self, tool_name: &str, plan: &ToolPlan) -> CallFacts {
-        let subject = match &plan.subject {
-            RuleSubject::Path(path) => Subject::Path(self.workspace.resolve(path)),
-            RuleSubject::Text(text) => Subject::Text(text.clone()),
-            RuleSubject::NameOnly => Subject::NameOnly,
-        };
-        let accesses = plan
-            .accesses
-            .iter()
-            .flatten()
-            .filter_map(|access| match access {
-                Access::File {
-                    operation,
-                    path,
-                    recursive,
-                } => Some(FileAccess {
-                    op: match operation {
-                        FileOperation::Read => AccessOp::Read,
-                        FileOperation::Write => AccessOp::Write,
-                        FileOperation::Readwrite => AccessOp::Readwrite,
-                        FileOperation::Search => AccessOp::Search,
-                    },
-                    path: self.workspace.resolve(path),
-                    recursive: *recursive,
-                }),
-                Access::All => None,
-            })
-            .collect();
-        CallFacts::new(tool_name, subject, accesses)
+        call_facts(&self.workspace, tool_name, plan)
     }
+}
+
+/// The facts the chain (and the plan guard) decide on, built from a tool's plan with paths
+/// resolved against `workspace`.
+pub fn call_facts(workspace: &Workspace, tool_name: &str, plan: &ToolPlan) -> CallFacts {
+    let subject = match &plan.subject {
+        RuleSubject::Path(path) => Subject::Path(workspace.resolve(path)),
+        RuleSubject::Text(text) => Subject::Text(text.clone()),
+        RuleSubject::NameOnly => Subject::NameOnly,
+    };
+    let accesses = plan
+        .accesses
+        .iter()
+        .flatten()
+        .filter_map(|access| match access {
+            Access::File {
+                operation,
+                path,
+                recursive,
+            } => Some(FileAccess {
+                op: match operation {
+                    FileOperation::Read => AccessOp::Read,
+                    FileOperation::Write => AccessOp::Write,
+                    FileOperation::Readwrite => AccessOp::Readwrite,
+                    FileOperation::Search => AccessOp::Search,
+                },
+                path: workspace.resolve(path),
+                recursive: *recursive,
+            }),
+            Access::All => None,
+        })
+        .collect();
+    CallFacts::new(tool_name, subject, accesses)
 }
 
 impl PermissionPolicy for ChainPolicy {

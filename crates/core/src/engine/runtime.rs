@@ -69,6 +69,8 @@ pub struct AgentConfig {
     pub hooks: Option<Arc<super::hooks::EngineHooks>>,
     /// Where title / last prompt / updated time are kept; `None` = not tracked.
     pub session_meta: Option<Arc<dyn SessionMeta>>,
+    /// Plan mode of this agent; `None` for agents that never plan (subagents).
+    pub plan: Option<Arc<crate::plan::PlanMode>>,
 }
 
 /// A prompt waiting for its turn.

@@ -93,7 +93,20 @@ struct TurnHost<'a> {
 #[async_trait::async_trait]
 impl BatchHost for TurnHost<'_> {
     fn decide(&self, call: &ToolCall, args: &Value, plan: &ToolPlan) -> GateDecision {
-        self.rt.config.permissions.decide(call, args, plan)
+        let gate = self.rt.config.permissions.decide(call, args, plan);
+        match &self.rt.config.plan {
+            Some(plan_mode) => {
+                let mode = self.rt.config.permissions.mode();
+                plan_mode.guard(&call.name, plan, gate, mode)
+            }
+            None => gate,
+        }
+    }
+
+    fn settle(&self, call: &ToolCall, plan: &ToolPlan, answer: &UserAnswer) -> Option<ToolResult> {
+        let plan_mode = self.rt.config.plan.as_ref()?;
+        (call.name == crate::plan::tools::EXIT_PLAN_MODE)
+            .then(|| crate::plan::tools::settle_review(plan_mode, plan, answer))
     }
 
     async fn ask(
@@ -144,6 +157,11 @@ impl BatchHost for TurnHost<'_> {
                 diff: plan.display.diff.clone(),
                 danger: danger.map(str::to_owned),
                 policy: policy.to_owned(),
+                options: if call.name == crate::plan::tools::EXIT_PLAN_MODE {
+                    crate::plan::tools::review_options(call.arguments.as_deref())
+                } else {
+                    Vec::new()
+                },
             },
         ));
         let answer = tokio::select! {
@@ -153,7 +171,9 @@ impl BatchHost for TurnHost<'_> {
         self.rt.shared().approvals.remove(&request_id);
         if let Some(hooks) = &self.rt.config.hooks {
             let (decision, scope, feedback) = match &answer {
-                Some(UserAnswer::Approve) => ("approved", None, None),
+                Some(UserAnswer::Approve | UserAnswer::ApproveOption(_)) => {
+                    ("approved", None, None)
+                }
                 Some(UserAnswer::ApproveForSession) => ("approved", Some("session"), None),
                 Some(UserAnswer::Reject(feedback)) => ("rejected", None, feedback.clone()),
                 None => ("cancelled", None, None),
@@ -163,13 +183,21 @@ impl BatchHost for TurnHost<'_> {
                 decision: decision.to_owned(),
                 scope: scope.map(str::to_owned),
                 feedback,
-                selected_label: None,
+                selected_label: match &answer {
+                    Some(UserAnswer::ApproveOption(label)) => Some(label.clone()),
+                    _ => None,
+                },
                 error: None,
             });
         }
         if let Some(answer) = &answer {
             let (decision, rule) = match answer {
-                UserAnswer::Approve => ("approved", None),
+                UserAnswer::Approve | UserAnswer::ApproveOption(_) => ("approved", None),
+                UserAnswer::ApproveForSession
+                    if call.name == crate::plan::tools::EXIT_PLAN_MODE =>
+                {
+                    ("approved", None)
+                }
                 UserAnswer::ApproveForSession => (
                     "approved",
                     self.rt
@@ -399,6 +427,7 @@ pub async fn run_turn(rt: &Arc<Runtime>, prompt: Pending, cancel: CancellationTo
         }
         consume_steers(rt, turn_id);
         consume_task_notices(rt);
+        crate::plan::reminders::inject(rt, &prompt.prompt_id);
         step += 1;
         if let Some(max) = rt.config.max_steps_per_turn
             && max > 0

@@ -66,6 +66,7 @@ pub fn approval_request(
         diff: display.diff,
         danger,
         policy: ask_reason(kind),
+        options: Vec::new(),
     }
 }
 

@@ -100,6 +100,10 @@ pub fn approval_record(
 ) -> ApprovalResult {
     let (result, rule) = match decision {
         ApprovalDecision::ApproveOnce => (json!({"decision": "approved"}), None),
+        ApprovalDecision::ApproveOption { label } => (
+            json!({"decision": "approved", "selectedLabel": label}),
+            None,
+        ),
         ApprovalDecision::ApproveForSession => (
             json!({"decision": "approved", "scope": "session"}),
             Some(call.approval_rule.clone()),

@@ -33,6 +33,8 @@ const AGENT_TOOLS: &[&str] = &[
     "FetchURL",
     "AskUserQuestion",
     "Agent",
+    "EnterPlanMode",
+    "ExitPlanMode",
     "mcp__*",
 ];
 

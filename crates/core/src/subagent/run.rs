@@ -142,6 +142,7 @@ impl Follower<'_> {
             let decision = match answer {
                 UserAnswer::Approve => ApprovalDecision::ApproveOnce,
                 UserAnswer::ApproveForSession => ApprovalDecision::ApproveForSession,
+                UserAnswer::ApproveOption(label) => ApprovalDecision::ApproveOption { label },
                 UserAnswer::Reject(None) => ApprovalDecision::Reject,
                 UserAnswer::Reject(Some(feedback)) => {
                     ApprovalDecision::RejectWithFeedback { feedback }
@@ -242,6 +243,7 @@ impl SubagentHost {
             permissions: self.permissions.clone(),
             hooks: self.hooks.clone(),
             session_meta: None,
+            plan: None,
         };
         let spawned = spawn_agent(config, log, Vec::new());
         if restored.system_prompt.is_none() {

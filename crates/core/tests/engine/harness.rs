@@ -57,6 +57,8 @@ pub struct Options {
     pub wrap: Option<WrapProvider>,
     /// The main agent's profile.
     pub agent: AgentChoice,
+    /// When set, the permission chain decides (mode, plan flag, rules) instead of ApproveAll.
+    pub permission_chain: Option<kimi_core::permission::PermissionState>,
 }
 
 impl Options {
@@ -73,6 +75,7 @@ impl Options {
             },
             wrap: None,
             agent: AgentChoice::Default,
+            permission_chain: None,
         }
     }
 }
@@ -109,7 +112,7 @@ impl Session {
             max_steps_per_turn: None,
             retry: options.retry,
             permissions: Arc::new(ApproveAll),
-            permission_chain: None,
+            permission_chain: options.permission_chain,
             additional_dirs: Vec::new(),
             tool_env: std::env::vars().collect(),
             fsync: FsyncPolicy::Never,

@@ -21,6 +21,7 @@ fn request(id: &str) -> ApprovalRequest {
         diff: None,
         danger: Some("recursive delete".into()),
         policy: "manual-mode".into(),
+        options: Vec::new(),
     }
 }
 
@@ -35,6 +36,7 @@ fn edit_request() -> ApprovalRequest {
         diff: Some("--- a/src/config.rs\n+++ b/src/config.rs\n@@ -1,3 +1,3 @@\n use std::path::Path;\n-const LIMIT: usize = 10;\n+const LIMIT: usize = 20;\n".into()),
         danger: None,
         policy: "manual-mode".into(),
+        options: Vec::new(),
     }
 }
 
@@ -291,4 +293,107 @@ fn ctrl_c_closes_a_picker_and_shell_history_reopens_shell_mode() {
     h.key(KeyCode::Up);
     assert_eq!(h.app.input_text(), "ls -la");
     assert!(h.screen(50, 4).contains("! ls -la"));
+}
+
+fn plan_review(options: Vec<kimi_protocol::ops::ApprovalOption>) -> ApprovalRequest {
+    ApprovalRequest {
+        request_id: "plan1".into(),
+        tool_call_id: "c9".into(),
+        tool_name: "ExitPlanMode".into(),
+        action: "review plan".into(),
+        summary: "/sessions/s1/agents/main/plans/swift-lantern-comet-3f.md".into(),
+        detail: Some(
+            "# Plan: faster config loading\n\n1. Cache the parsed file in `Config::load`.\n2. Invalidate on mtime change.\n3. Add a test for the reload path."
+                .into(),
+        ),
+        diff: None,
+        danger: None,
+        policy: "exit-plan-mode-review-ask".into(),
+        options,
+    }
+}
+
+#[test]
+fn plan_review_shows_the_plan_and_its_approaches() {
+    use kimi_protocol::ops::ApprovalOption;
+    let mut h = Harness::new();
+    h.event(Event::ApprovalRequested(plan_review(vec![
+        ApprovalOption {
+            label: "Cache in memory".into(),
+            description: "smallest change".into(),
+        },
+        ApprovalOption {
+            label: "Cache on disk".into(),
+            description: String::new(),
+        },
+    ])));
+    assert_snapshot!("plan_review", h.screen(72, 18));
+    h.key(KeyCode::Char('2'));
+    assert_eq!(
+        h.actions(),
+        vec![UiAction::Op(Op::Approve {
+            request_id: "plan1".into(),
+            decision: ApprovalDecision::ApproveOption {
+                label: "Cache on disk".into()
+            }
+        })]
+    );
+}
+
+#[test]
+fn plan_review_without_options_approves_once_and_revise_sends_feedback() {
+    let mut h = Harness::new();
+    h.event(Event::ApprovalRequested(plan_review(Vec::new())));
+    h.key(KeyCode::Char('1'));
+    assert_eq!(
+        h.actions(),
+        vec![UiAction::Op(Op::Approve {
+            request_id: "plan1".into(),
+            decision: ApprovalDecision::ApproveOnce
+        })]
+    );
+    h.event(Event::ApprovalRequested(plan_review(Vec::new())));
+    h.key(KeyCode::Char('3'));
+    h.type_str("add a rollback step");
+    h.key(KeyCode::Enter);
+    assert_eq!(
+        h.actions(),
+        vec![UiAction::Op(Op::Approve {
+            request_id: "plan1".into(),
+            decision: ApprovalDecision::RejectWithFeedback {
+                feedback: "add a rollback step".into()
+            }
+        })]
+    );
+}
+
+#[test]
+fn plan_tools_move_the_footer_and_plan_clear_sends_its_op() {
+    use kimi_protocol::message::ToolCall;
+    let mut h = Harness::new();
+    let call = |id: &str, name: &str| -> ToolCall {
+        serde_json::from_value(json!({"id": id, "name": name, "arguments": "{}"})).unwrap()
+    };
+    h.event(Event::ToolStarted {
+        call: call("e1", "EnterPlanMode"),
+    });
+    h.event(Event::ToolResult {
+        tool_call_id: "e1".into(),
+        output: vec![kimi_protocol::ContentPart::text("Plan mode is on.")],
+        is_error: false,
+    });
+    assert!(h.screen(80, 10).contains("· plan"), "{}", h.screen(80, 10));
+    h.event(Event::ToolStarted {
+        call: call("x1", "ExitPlanMode"),
+    });
+    h.event(Event::ToolResult {
+        tool_call_id: "x1".into(),
+        output: vec![kimi_protocol::ContentPart::text("Exited plan mode. …")],
+        is_error: false,
+    });
+    assert!(!h.screen(80, 10).contains("· plan"), "{}", h.screen(80, 10));
+    h.type_str("/plan clear");
+    h.key(KeyCode::Esc);
+    h.key(KeyCode::Enter);
+    assert_eq!(h.actions(), vec![UiAction::Op(Op::ClearPlan)]);
 }

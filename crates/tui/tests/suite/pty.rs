@@ -57,6 +57,7 @@ fn pty_child_process_entry() {
                             diff: Some("-a\n+b".into()),
                             danger: None,
                             policy: "manual-mode".into(),
+                            options: Vec::new(),
                         }),
                     ],
                     Op::Approve { .. } => vec![

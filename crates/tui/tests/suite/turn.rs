@@ -173,6 +173,7 @@ fn a_stale_gating_status_is_refined_by_what_the_ui_shows() {
             diff: None,
             danger: None,
             policy: "fallback-ask".into(),
+            options: Vec::new(),
         },
     ));
     let screen = h.screen(80, 16);
