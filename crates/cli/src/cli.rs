@@ -99,6 +99,18 @@ pub enum Command {
     },
     /// Serve the Agent Client Protocol on stdin/stdout for editors (Zed, JetBrains, …).
     Acp,
+    /// Serve the local REST + WebSocket API and the browser UI (token in server.token).
+    Web {
+        /// Port to listen on (default 58627; the next free one when busy; 0 = any).
+        #[arg(long)]
+        port: Option<u16>,
+        /// Address to listen on.
+        #[arg(long, default_value = "127.0.0.1")]
+        host: String,
+        /// Do not open the browser.
+        #[arg(long)]
+        no_open: bool,
+    },
     /// Developer tools.
     Debug {
         #[command(subcommand)]
@@ -190,6 +202,17 @@ pub fn main() -> ExitCode {
             }
         },
         Some(Command::Acp) => match crate::acp::run(&cli.run) {
+            Ok(code) => ExitCode::from(code),
+            Err(err) => {
+                eprintln!("kimi-rs: {err:#}");
+                ExitCode::FAILURE
+            }
+        },
+        Some(Command::Web {
+            port,
+            host,
+            no_open,
+        }) => match crate::web::run(&cli.run, &host, port, no_open) {
             Ok(code) => ExitCode::from(code),
             Err(err) => {
                 eprintln!("kimi-rs: {err:#}");

@@ -9,3 +9,4 @@ pub mod extensions;
 pub mod interactive;
 pub mod print;
 pub mod run;
+pub mod web;

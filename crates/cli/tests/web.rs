@@ -1,0 +1,359 @@
+//! `kimi-rs web` end to end: the real binary serves REST and WebSocket on a loopback port
+//! against the scripted model. Covers the token (401 without it), the Host allowlist, 40001 for
+//! bad bodies, creating a session, subscribing over the WebSocket, a prompt whose Bash call asks
+//! for approval, approving it over REST (and 40902 the second time), the tool result and turn
+//! end as frames with increasing seq, the messages endpoint, and replay from a cursor.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod common;
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpStream;
+use std::process::Child;
+
+use common::{CORE_FORMATS, Fixture, WAIT};
+use futures::{SinkExt, StreamExt};
+use kimi_llm::scripted::ScriptTurn;
+use serde_json::{Value, json};
+use tokio_tungstenite::tungstenite::Message;
+use tokio_tungstenite::tungstenite::client::IntoClientRequest;
+
+struct Server {
+    child: Child,
+    port: u16,
+    token: String,
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl Server {
+    fn start(fx: &Fixture) -> Server {
+        let mut child = fx.spawn(&["web", "--port", "0", "--no-open"]);
+        let stderr = child.stderr.take().unwrap();
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stderr).lines() {
+                let Ok(line) = line else { break };
+                if let Some(url) = line.strip_prefix("kimi-rs web: serving on ") {
+                    let _ = tx.send(url.to_owned());
+                }
+            }
+        });
+        let url = rx.recv_timeout(WAIT).expect("the server printed its URL");
+        let rest = url.strip_prefix("http://127.0.0.1:").unwrap();
+        let (port, token) = rest.split_once("/#token=").unwrap();
+        Server {
+            child,
+            port: port.parse().unwrap(),
+            token: token.to_owned(),
+        }
+    }
+
+    /// One HTTP/1.1 request; (status, body as JSON).
+    fn request(
+        &self,
+        method: &str,
+        path: &str,
+        headers: &[(&str, &str)],
+        body: &str,
+    ) -> (u16, Value) {
+        let mut stream = TcpStream::connect(("127.0.0.1", self.port)).unwrap();
+        stream.set_read_timeout(Some(WAIT)).unwrap();
+        let mut head = format!(
+            "{method} {path} HTTP/1.1\r\nConnection: close\r\nContent-Type: application/json\r\nContent-Length: {}\r\n",
+            body.len()
+        );
+        if !headers
+            .iter()
+            .any(|(name, _)| name.eq_ignore_ascii_case("host"))
+        {
+            head.push_str(&format!("Host: 127.0.0.1:{}\r\n", self.port));
+        }
+        for (name, value) in headers {
+            head.push_str(&format!("{name}: {value}\r\n"));
+        }
+        head.push_str("\r\n");
+        stream.write_all(head.as_bytes()).unwrap();
+        stream.write_all(body.as_bytes()).unwrap();
+        let mut response = String::new();
+        stream.read_to_string(&mut response).unwrap();
+        let status: u16 = response[9..12].parse().unwrap();
+        let (_, body) = response.split_once("\r\n\r\n").unwrap();
+        let value = serde_json::from_str(body).unwrap_or_else(|e| panic!("{e}: {response}"));
+        (status, value)
+    }
+
+    fn call(&self, method: &str, path: &str, body: Value) -> Value {
+        let auth = format!("Bearer {}", self.token);
+        let (status, value) =
+            self.request(method, path, &[("Authorization", &auth)], &body.to_string());
+        assert_eq!(status, 200, "{method} {path}: {value}");
+        value
+    }
+}
+
+type Socket =
+    tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>>;
+
+async fn connect(server: &Server) -> Socket {
+    let mut request = format!("ws://127.0.0.1:{}/api/v1/ws", server.port)
+        .into_client_request()
+        .unwrap();
+    request.headers_mut().insert(
+        "Sec-WebSocket-Protocol",
+        format!("kimi-code.bearer.{}", server.token)
+            .parse()
+            .unwrap(),
+    );
+    let (mut socket, response) = tokio_tungstenite::connect_async(request).await.unwrap();
+    assert_eq!(
+        response.headers()["sec-websocket-protocol"],
+        format!("kimi-code.bearer.{}", server.token).as_str()
+    );
+    let hello = next(&mut socket).await;
+    assert_eq!(hello["type"], "server_hello", "{hello}");
+    assert_eq!(hello["payload"]["max_event_buffer_size"], 1000);
+    socket
+}
+
+async fn next(socket: &mut Socket) -> Value {
+    loop {
+        let message = tokio::time::timeout(WAIT, socket.next())
+            .await
+            .expect("a frame in time")
+            .expect("the socket is open")
+            .unwrap();
+        if let Message::Text(text) = message {
+            return serde_json::from_str(text.as_str()).unwrap();
+        }
+    }
+}
+
+async fn send(socket: &mut Socket, frame: Value) {
+    socket
+        .send(Message::Text(frame.to_string().into()))
+        .await
+        .unwrap();
+}
+
+/// Frames until one of type `kind` (included).
+async fn until(socket: &mut Socket, kind: &str, seen: &mut Vec<Value>) -> Value {
+    loop {
+        let frame = next(socket).await;
+        seen.push(frame.clone());
+        if frame["type"] == kind {
+            return frame;
+        }
+    }
+}
+
+#[test]
+fn auth_host_and_validation_errors_use_the_envelope() {
+    let fx = Fixture::new(CORE_FORMATS[0], vec![]);
+    let server = Server::start(&fx);
+    let (status, health) = server.request("GET", "/api/v1/healthz", &[], "");
+    assert_eq!(
+        (status, &health["code"], &health["data"]["ok"]),
+        (200, &json!(0), &json!(true))
+    );
+    assert_eq!(health["request_id"].as_str().unwrap().len(), 26);
+
+    let (status, denied) = server.request("GET", "/api/v1/sessions", &[], "");
+    assert_eq!(status, 401, "{denied}");
+    assert_eq!(denied["code"], 40101);
+    assert!(denied["msg"].as_str().unwrap().contains("server.token"));
+    let (status, _) = server.request(
+        "GET",
+        "/api/v1/sessions",
+        &[("Authorization", "Bearer wrong")],
+        "",
+    );
+    assert_eq!(status, 401);
+    let token_file = std::fs::read_to_string(fx.home.path().join("server.token")).unwrap();
+    assert_eq!(token_file.trim(), server.token);
+
+    let auth = format!("Bearer {}", server.token);
+    let (status, rebind) = server.request(
+        "GET",
+        "/api/v1/meta",
+        &[("Authorization", &auth), ("Host", "evil.example.com")],
+        "",
+    );
+    assert_eq!(status, 403, "{rebind}");
+
+    let meta = server.call("GET", "/api/v1/meta", Value::Null);
+    assert_eq!(meta["data"]["capabilities"]["websocket"], true);
+
+    let (_, bad) = server.request(
+        "POST",
+        "/api/v1/sessions",
+        &[("Authorization", &auth)],
+        "{not json",
+    );
+    assert_eq!(bad["code"], 40001, "{bad}");
+    let missing = server.call("POST", "/api/v1/sessions", json!({}));
+    assert_eq!(missing["code"], 40001);
+    assert!(missing["msg"].as_str().unwrap().contains("metadata.cwd"));
+    let nowhere = server.call(
+        "POST",
+        "/api/v1/sessions",
+        json!({"metadata": {"cwd": "/no/such/dir"}}),
+    );
+    assert_eq!(nowhere["code"], 40409);
+    let unknown = server.call("GET", "/api/v1/sessions/nope/messages", Value::Null);
+    assert_eq!(unknown["code"], 40401);
+    let endpoint = server.call("GET", "/api/v1/nothing-here", Value::Null);
+    assert_eq!(endpoint["code"], 40400);
+}
+
+#[test]
+fn a_prompt_streams_over_the_websocket_and_its_approval_is_answered_over_rest() {
+    let fx = Fixture::new(
+        CORE_FORMATS[0],
+        vec![
+            ScriptTurn::tool_calls(&[(
+                "call_a",
+                "Bash",
+                r#"{"command":"echo yes > allowed.txt"}"#,
+            )]),
+            ScriptTurn::text("Ran it."),
+        ],
+    );
+    let server = Server::start(&fx);
+    let created = server.call(
+        "POST",
+        "/api/v1/sessions",
+        json!({"metadata": {"cwd": fx.cwd()}}),
+    );
+    assert_eq!(created["code"], 0, "{created}");
+    let session = created["data"]["id"].as_str().unwrap().to_owned();
+    assert_eq!(created["data"]["metadata"]["cwd"], json!(fx.cwd()));
+    let listed = server.call("GET", "/api/v1/sessions", Value::Null);
+    assert!(
+        listed["data"]["items"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|s| s["id"] == session.as_str())
+    );
+
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    rt.block_on(async {
+        let mut socket = connect(&server).await;
+        send(&mut socket, json!({"type": "subscribe", "id": "1", "payload": {"session_ids": [session]}})).await;
+        let ack = next(&mut socket).await;
+        assert_eq!((&ack["type"], &ack["id"], &ack["code"]), (&json!("ack"), &json!("1"), &json!(0)), "{ack}");
+        let epoch = ack["payload"]["subscriptions"][0]["epoch"].as_str().unwrap().to_owned();
+        send(&mut socket, json!({"type": "ping", "id": "p"})).await;
+        assert_eq!(next(&mut socket).await["type"], "pong");
+
+        let prompt = server.call(
+            "POST",
+            &format!("/api/v1/sessions/{session}/prompts"),
+            json!({"content": [{"type": "text", "text": "write the file"}]}),
+        );
+        assert_eq!(prompt["code"], 0, "{prompt}");
+        assert!(prompt["data"]["prompt_id"].as_str().unwrap().starts_with("prompt_"));
+
+        let mut seen = Vec::new();
+        let asked = until(&mut socket, "event.approval.requested", &mut seen).await;
+        assert_eq!(asked["session_id"], session.as_str());
+        assert_eq!(asked["payload"]["tool_call_id"], "call_a");
+        assert_eq!(asked["payload"]["tool_name"], "Bash");
+        let approval = asked["payload"]["approval_id"].as_str().unwrap().to_owned();
+
+        let pending = server.call("GET", &format!("/api/v1/sessions/{session}/approvals?status=pending"), Value::Null);
+        assert_eq!(pending["data"]["items"][0]["approval_id"], approval.as_str(), "{pending}");
+        let no_status = server.call("GET", &format!("/api/v1/sessions/{session}/approvals"), Value::Null);
+        assert_eq!(no_status["code"], 40001);
+        let busy = server.call("POST", &format!("/api/v1/sessions/{session}:undo"), json!({}));
+        assert_eq!(busy["code"], 40901, "{busy}");
+
+        let path = format!("/api/v1/sessions/{session}/approvals/{approval}");
+        let bad = server.call("POST", &path, json!({"decision": "maybe"}));
+        assert_eq!(bad["code"], 40001);
+        let resolved = server.call("POST", &path, json!({"decision": "approved"}));
+        assert_eq!(resolved["code"], 0, "{resolved}");
+        assert_eq!(resolved["data"]["resolved"], true);
+        let again = server.call("POST", &path, json!({"decision": "approved"}));
+        assert_eq!(again["code"], 40902, "{again}");
+        assert_eq!(again["data"]["resolved"], false);
+
+        let result = until(&mut socket, "tool.result", &mut seen).await;
+        assert_eq!(result["payload"]["tool_call_id"], "call_a");
+        assert_eq!(result["payload"]["is_error"], false);
+        let ended = until(&mut socket, "turn.ended", &mut seen).await;
+        assert_eq!(ended["payload"]["reason"], "completed", "{ended}");
+
+        let kinds: Vec<&str> = seen.iter().map(|f| f["type"].as_str().unwrap()).collect();
+        for kind in ["prompt.submitted", "turn.started", "tool.call.started", "event.approval.resolved", "assistant.delta"] {
+            assert!(kinds.contains(&kind), "{kind} missing from {kinds:?}");
+        }
+        let durable: Vec<&Value> = seen.iter().filter(|f| f.get("volatile").is_none()).collect();
+        let seqs: Vec<u64> = durable.iter().map(|f| f["seq"].as_u64().unwrap()).collect();
+        assert!(seqs.windows(2).all(|w| w[1] == w[0] + 1), "{seqs:?}");
+        let text: String = seen
+            .iter()
+            .filter(|f| f["type"] == "assistant.delta")
+            .map(|f| f["payload"]["text"].as_str().unwrap())
+            .collect();
+        assert_eq!(text, "Ran it.");
+
+        // A second client replays the durable frames after its cursor, deltas excluded.
+        let mut late = connect(&server).await;
+        let cursor = json!({"seq": seqs[0], "epoch": epoch});
+        send(&mut late, json!({"type": "subscribe", "id": 7, "payload": {"session_ids": [session], "cursors": {session.clone(): cursor}}})).await;
+        assert_eq!(next(&mut late).await["code"], 0);
+        let mut replayed = Vec::new();
+        until(&mut late, "turn.ended", &mut replayed).await;
+        assert_eq!(replayed.len(), durable.len() - 1);
+        assert!(replayed.iter().all(|f| f.get("volatile").is_none()));
+        assert_eq!(replayed[0]["seq"], seqs[1]);
+        // A cursor from another epoch asks for a resync.
+        send(&mut late, json!({"type": "subscribe", "id": 8, "payload": {"session_ids": [session], "cursors": {session.clone(): {"seq": 1, "epoch": "old"}}}})).await;
+        assert_eq!(next(&mut late).await["code"], 0);
+        assert_eq!(next(&mut late).await["type"], "resync_required");
+        send(&mut late, json!({"type": "nonsense", "id": 9})).await;
+        assert_eq!(next(&mut late).await["code"], 40001);
+    });
+
+    assert_eq!(
+        std::fs::read_to_string(fx.cwd().join("allowed.txt")).unwrap(),
+        "yes\n"
+    );
+    let messages = server.call(
+        "GET",
+        &format!("/api/v1/sessions/{session}/messages"),
+        Value::Null,
+    );
+    let items = messages["data"]["items"].as_array().unwrap();
+    let roles: Vec<&str> = items.iter().map(|m| m["role"].as_str().unwrap()).collect();
+    assert_eq!(
+        roles,
+        ["assistant", "tool", "assistant", "user"],
+        "{messages}"
+    );
+    assert_eq!(items[0]["content"][0]["text"], "Ran it.");
+    assert_eq!(items[1]["content"][0]["tool_use_id"], "call_a");
+    assert_eq!(
+        items[2]["content"].as_array().unwrap().last().unwrap()["type"],
+        "tool_use"
+    );
+    assert_eq!(items[3]["content"][0]["text"], "write the file");
+    let status = server.call(
+        "GET",
+        &format!("/api/v1/sessions/{session}/status"),
+        Value::Null,
+    );
+    assert_eq!(status["data"]["busy"], false, "{status}");
+    assert_eq!(status["data"]["permission"], "manual");
+}

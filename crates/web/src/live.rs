@@ -1,0 +1,437 @@
+//! The sessions this server has loaded: each one's agent handle, its event pump (engine events
+//! → numbered frames on a broadcast channel), pending approvals and turn state; and the
+//! registry that creates sessions, resumes them from disk on first use and shuts them down.
+
+use std::collections::{HashMap, VecDeque};
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::time::Duration;
+
+use kimi_core::engine::agent::AgentHandle;
+use kimi_core::session::{OpenedSession, Resume};
+use kimi_protocol::ops::{
+    AgentStatus, ApprovalDecision, ApprovalRequest, Event, Op, TurnEndReason,
+};
+use kimi_store::{Home, IndexEntry, SessionStore};
+use serde_json::{Value, json};
+use tokio::sync::{broadcast, mpsc};
+use tokio::task::JoinHandle;
+
+use crate::SessionHost;
+use crate::error::{ApiError, code};
+use crate::events::{self, EventBuffer, Frame, MAX_EVENT_BUFFER, Resync};
+
+/// Frames a subscriber may lag behind the live channel before it must resync.
+const CHANNEL_CAPACITY: usize = MAX_EVENT_BUFFER;
+/// Resolved approval ids remembered to answer a second resolution with 40902.
+const RESOLVED_MEMORY: usize = 256;
+
+/// One approval request waiting for the user.
+#[derive(Debug, Clone)]
+pub struct Approval {
+    pub request: ApprovalRequest,
+    pub turn_id: Option<u64>,
+    pub created_ms: u64,
+}
+
+impl Approval {
+    /// The reference's approval item.
+    pub fn item(&self, session_id: &str) -> Value {
+        let r = &self.request;
+        let mut display = r.summary.clone();
+        if let Some(detail) = &r.detail {
+            display.push('\n');
+            display.push_str(detail);
+        }
+        json!({
+            "approval_id": r.request_id,
+            "session_id": session_id,
+            "turn_id": self.turn_id,
+            "tool_call_id": r.tool_call_id,
+            "tool_name": r.tool_name,
+            "action": r.action,
+            "tool_input_display": display,
+            "summary": r.summary,
+            "detail": r.detail,
+            "diff": r.diff,
+            "danger": r.danger,
+            "options": r.options,
+            "created_at": iso(self.created_ms),
+            "expires_at": iso(self.created_ms + 24 * 3600 * 1000),
+        })
+    }
+}
+
+/// Milliseconds since the epoch as ISO 8601.
+pub fn iso(ms: u64) -> String {
+    i64::try_from(ms)
+        .ok()
+        .and_then(chrono::DateTime::from_timestamp_millis)
+        .map(|t| t.to_rfc3339_opts(chrono::SecondsFormat::Millis, true))
+        .unwrap_or_default()
+}
+
+/// Mutable facts about a loaded session.
+#[derive(Debug)]
+pub struct State {
+    pub buffer: EventBuffer,
+    pub turn_id: Option<u64>,
+    pub turn_active: bool,
+    pub last_turn_reason: Option<TurnEndReason>,
+    pub pending: Vec<Approval>,
+    resolved: VecDeque<String>,
+    pub context_tokens: u64,
+    text_offset: u64,
+    thinking_offset: u64,
+    pub prompt_ids: Vec<String>,
+    pub closed: bool,
+}
+
+/// What a subscriber gets: the frames to replay (or why it must resync) and the live channel,
+/// taken together so nothing is lost or doubled in between.
+pub struct Subscription {
+    pub replay: Result<Vec<Arc<Frame>>, Resync>,
+    pub live: broadcast::Receiver<Arc<Frame>>,
+    pub last_seq: u64,
+}
+
+pub struct Live {
+    pub id: String,
+    pub cwd: String,
+    pub handle: AgentHandle,
+    /// Changes each time the session is loaded: seq numbers restart with it.
+    pub epoch: String,
+    state: Mutex<State>,
+    tx: broadcast::Sender<Arc<Frame>>,
+    join: Mutex<Option<JoinHandle<()>>>,
+}
+
+impl Live {
+    pub fn state(&self) -> MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Whether a turn is running (or the agent is otherwise not idle).
+    pub fn busy(&self) -> bool {
+        self.state().turn_active || !matches!(self.handle.snapshot(), AgentStatus::Idle { .. })
+    }
+
+    fn frame(&self, kind: &str, payload: Value, volatile: bool, offset: Option<u64>) -> Frame {
+        Frame {
+            kind: kind.to_owned(),
+            seq: 0,
+            epoch: self.epoch.clone(),
+            volatile,
+            offset,
+            session_id: self.id.clone(),
+            timestamp: events::timestamp(),
+            payload,
+        }
+    }
+
+    fn publish_locked(
+        &self,
+        state: &mut State,
+        kind: &str,
+        payload: Value,
+        volatile: bool,
+        offset: Option<u64>,
+    ) {
+        let frame = state
+            .buffer
+            .stamp(self.frame(kind, payload, volatile, offset));
+        // No subscriber is fine: durable frames stay in the buffer.
+        let _ = self.tx.send(frame);
+    }
+
+    /// Number and send one frame to the subscribers.
+    pub fn publish(&self, kind: &str, payload: Value) {
+        let mut state = self.state();
+        self.publish_locked(&mut state, kind, payload, false, None);
+    }
+
+    /// Subscribe, replaying the durable frames after `cursor` (`(seq, epoch)`) if given.
+    pub fn subscribe(&self, cursor: Option<(u64, Option<String>)>) -> Subscription {
+        let state = self.state();
+        let replay = match cursor {
+            None => Ok(Vec::new()),
+            Some((_, Some(epoch))) if epoch != self.epoch => Err(Resync {
+                reason: format!(
+                    "the cursor's epoch {epoch} is not the session's current epoch {}",
+                    self.epoch
+                ),
+            }),
+            Some((seq, _)) => state.buffer.replay_after(seq),
+        };
+        Subscription {
+            replay,
+            live: self.tx.subscribe(),
+            last_seq: state.buffer.last_seq(),
+        }
+    }
+
+    /// Answer a pending approval.
+    pub fn resolve(
+        &self,
+        approval_id: &str,
+        decision: ApprovalDecision,
+    ) -> Result<String, ApiError> {
+        let mut state = self.state();
+        let Some(index) = state
+            .pending
+            .iter()
+            .position(|a| a.request.request_id == approval_id)
+        else {
+            if state.resolved.iter().any(|id| id == approval_id) {
+                return Err(ApiError::new(
+                    code::ALREADY_RESOLVED,
+                    format!("approval {approval_id} was already resolved; nothing to do"),
+                )
+                .with_data(json!({"resolved": false})));
+            }
+            return Err(ApiError::new(
+                code::APPROVAL_NOT_FOUND,
+                format!(
+                    "no pending approval {approval_id} in session {}: list them with GET /api/v1/sessions/{}/approvals?status=pending",
+                    self.id, self.id
+                ),
+            ));
+        };
+        state.pending.remove(index);
+        remember(&mut state.resolved, approval_id);
+        let label = match &decision {
+            ApprovalDecision::ApproveOnce
+            | ApprovalDecision::ApproveForSession
+            | ApprovalDecision::ApproveOption { .. } => "approved",
+            ApprovalDecision::Reject | ApprovalDecision::RejectWithFeedback { .. } => "rejected",
+        };
+        let resolved_at = events::timestamp();
+        self.handle.send(Op::Approve {
+            request_id: approval_id.to_owned(),
+            decision,
+        });
+        self.publish_locked(
+            &mut state,
+            "event.approval.resolved",
+            json!({"approval_id": approval_id, "decision": label, "resolved_at": resolved_at}),
+            false,
+            None,
+        );
+        Ok(resolved_at)
+    }
+
+    fn handle_event(&self, event: Event) {
+        let mut state = self.state();
+        let mut offset = None;
+        match &event {
+            Event::TurnStarted { turn_id } => {
+                state.turn_id = Some(*turn_id);
+                state.turn_active = true;
+                state.text_offset = 0;
+                state.thinking_offset = 0;
+            }
+            Event::TurnEnded { reason, .. } => {
+                state.turn_active = false;
+                state.last_turn_reason = Some(*reason);
+                // The engine dropped whatever it was still asking.
+                let dropped: Vec<Approval> = state.pending.drain(..).collect();
+                for approval in dropped {
+                    let id = approval.request.request_id;
+                    remember(&mut state.resolved, &id);
+                    self.publish_locked(
+                        &mut state,
+                        "event.approval.resolved",
+                        json!({"approval_id": id, "decision": "cancelled", "resolved_at": events::timestamp()}),
+                        false,
+                        None,
+                    );
+                }
+            }
+            Event::AssistantDelta { text } => {
+                offset = Some(state.text_offset);
+                state.text_offset += text.chars().count() as u64;
+            }
+            Event::ThinkingDelta { text } => {
+                offset = Some(state.thinking_offset);
+                state.thinking_offset += text.chars().count() as u64;
+            }
+            Event::Usage { context_tokens, .. } => state.context_tokens = *context_tokens,
+            Event::ApprovalRequested(request) => {
+                let approval = Approval {
+                    request: request.clone(),
+                    turn_id: state.turn_id,
+                    created_ms: kimi_core::engine::log::now_ms(),
+                };
+                let item = approval.item(&self.id);
+                state.pending.push(approval);
+                self.publish_locked(&mut state, "event.approval.requested", item, false, None);
+                return;
+            }
+            _ => {}
+        }
+        if let Some((kind, payload, volatile)) = events::convert(&event) {
+            self.publish_locked(&mut state, kind, payload, volatile, offset);
+        }
+    }
+}
+
+fn remember(resolved: &mut VecDeque<String>, id: &str) {
+    if resolved.len() == RESOLVED_MEMORY {
+        resolved.pop_front();
+    }
+    resolved.push_back(id.to_owned());
+}
+
+async fn pump(live: Arc<Live>, mut events: mpsc::UnboundedReceiver<Event>) {
+    while let Some(event) = events.recv().await {
+        live.handle_event(event);
+    }
+    live.state().closed = true;
+}
+
+/// Every session this server has loaded, by id.
+pub struct Registry {
+    host: Arc<dyn SessionHost>,
+    home: PathBuf,
+    sessions: Mutex<HashMap<String, Arc<Live>>>,
+    /// One open at a time, so a session is never loaded twice.
+    opening: tokio::sync::Mutex<()>,
+}
+
+impl Registry {
+    pub fn new(host: Arc<dyn SessionHost>, home: PathBuf) -> Self {
+        Registry {
+            host,
+            home,
+            sessions: Mutex::new(HashMap::new()),
+            opening: tokio::sync::Mutex::new(()),
+        }
+    }
+
+    pub fn host(&self) -> &Arc<dyn SessionHost> {
+        &self.host
+    }
+
+    fn sessions(&self) -> MutexGuard<'_, HashMap<String, Arc<Live>>> {
+        self.sessions.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// A loaded session.
+    pub fn loaded(&self, id: &str) -> Option<Arc<Live>> {
+        self.sessions().get(id).cloned()
+    }
+
+    /// The session index, newest first.
+    pub fn index(&self) -> Vec<IndexEntry> {
+        SessionStore::new(Home::new(&self.home))
+            .index()
+            .list()
+            .unwrap_or_default()
+    }
+
+    pub fn entry(&self, id: &str) -> Option<IndexEntry> {
+        self.index().into_iter().find(|e| e.id == id)
+    }
+
+    /// A loaded session, or the stored one resumed.
+    pub async fn get(&self, id: &str) -> Result<Arc<Live>, ApiError> {
+        if let Some(live) = self.loaded(id) {
+            return Ok(live);
+        }
+        let _guard = self.opening.lock().await;
+        if let Some(live) = self.loaded(id) {
+            return Ok(live);
+        }
+        let entry = self
+            .entry(id)
+            .ok_or_else(|| ApiError::session_not_found(id))?;
+        let cwd = entry.cwd.map(PathBuf::from).ok_or_else(|| {
+            ApiError::session_not_found(id)
+                .with_data(json!({"reason": "the session has no recorded working directory"}))
+        })?;
+        self.open(cwd, Resume::Id(id.to_owned())).await
+    }
+
+    /// Start a new session in `cwd`.
+    pub async fn create(&self, cwd: PathBuf) -> Result<Arc<Live>, ApiError> {
+        if !cwd.is_absolute() || !cwd.is_dir() {
+            return Err(ApiError::new(
+                code::DIRECTORY_NOT_FOUND,
+                format!(
+                    "the working directory {} does not exist or is not a directory: pass an existing absolute path as metadata.cwd",
+                    cwd.display()
+                ),
+            ));
+        }
+        let _guard = self.opening.lock().await;
+        self.open(cwd, Resume::New).await
+    }
+
+    async fn open(&self, cwd: PathBuf, resume: Resume) -> Result<Arc<Live>, ApiError> {
+        let host = self.host.clone();
+        let dir = cwd.clone();
+        let opened = tokio::task::spawn_blocking(move || host.open(&dir, resume))
+            .await
+            .map_err(|e| ApiError::internal(format!("opening the session failed: {e}")))?
+            .map_err(|msg| ApiError::internal(format!("cannot open the session: {msg}")))?;
+        Ok(self.start(opened, &cwd))
+    }
+
+    fn start(&self, opened: OpenedSession, cwd: &Path) -> Arc<Live> {
+        let id = opened.session.state.id.clone();
+        let (tx, _) = broadcast::channel(CHANNEL_CAPACITY);
+        let live = Arc::new(Live {
+            id: id.clone(),
+            cwd: opened
+                .session
+                .state
+                .cwd
+                .clone()
+                .unwrap_or_else(|| cwd.display().to_string()),
+            handle: opened.agent.handle.clone(),
+            epoch: uuid::Uuid::new_v4().simple().to_string(),
+            state: Mutex::new(State {
+                buffer: EventBuffer::new(MAX_EVENT_BUFFER),
+                turn_id: None,
+                turn_active: false,
+                last_turn_reason: None,
+                pending: Vec::new(),
+                resolved: VecDeque::new(),
+                context_tokens: 0,
+                text_offset: 0,
+                thinking_offset: 0,
+                prompt_ids: Vec::new(),
+                closed: false,
+            }),
+            tx,
+            join: Mutex::new(None),
+        });
+        for warning in &opened.warnings {
+            tracing::warn!("session {id}: {warning}");
+        }
+        tokio::spawn(pump(live.clone(), opened.agent.events));
+        let agent = opened.agent.join;
+        let watcher = tokio::spawn(async move {
+            let _ = agent.await;
+        });
+        *live.join.lock().unwrap_or_else(PoisonError::into_inner) = Some(watcher);
+        self.sessions().insert(id, live.clone());
+        live
+    }
+
+    /// Stop every agent so journals are closed cleanly.
+    pub async fn shutdown(&self) {
+        let all: Vec<Arc<Live>> = self.sessions().drain().map(|(_, l)| l).collect();
+        for live in all {
+            live.handle.send(Op::Shutdown);
+            let join = live
+                .join
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .take();
+            if let Some(join) = join {
+                let _ = tokio::time::timeout(Duration::from_secs(10), join).await;
+            }
+        }
+    }
+}

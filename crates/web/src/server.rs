@@ -1,0 +1,274 @@
+//! Binding (default 127.0.0.1:58627, the next port when busy), the router, and the middleware
+//! every request passes: request ids, the Host allowlist and the bearer token.
+
+use std::future::Future;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use axum::Router;
+use axum::extract::{Request, State, WebSocketUpgrade};
+use axum::http::{HeaderValue, Method, header};
+use axum::middleware::{self, Next};
+use axum::response::{Html, IntoResponse, Response};
+use axum::routing::{get, post};
+use tokio::net::TcpListener;
+
+use crate::SessionHost;
+use crate::auth;
+use crate::error::{ApiError, REQUEST_ID, code, is_ulid, new_ulid};
+use crate::live::Registry;
+use crate::rest;
+
+/// The reference's default port.
+pub const DEFAULT_PORT: u16 = 58627;
+/// Ports tried after a busy one.
+const PORT_TRIES: u16 = 100;
+
+const INDEX_HTML: &str = include_str!("ui.html");
+
+#[derive(Debug, thiserror::Error)]
+pub enum WebError {
+    #[error(transparent)]
+    Token(#[from] auth::TokenError),
+    #[error("cannot listen on {host}:{port}: {source}; pick another address with --host/--port")]
+    Bind {
+        host: String,
+        port: u16,
+        source: std::io::Error,
+    },
+    #[error("the server stopped: {0}")]
+    Serve(std::io::Error),
+}
+
+/// Where to listen and which kimi-rs home holds the token and sessions.
+#[derive(Debug, Clone)]
+pub struct ServerOptions {
+    pub host: String,
+    /// 0 lets the system pick a free port.
+    pub port: u16,
+    pub home: PathBuf,
+}
+
+/// Shared by every handler.
+pub struct App {
+    pub registry: Registry,
+    pub token: String,
+    pub bind_host: String,
+    pub server_id: String,
+    pub started_at: String,
+}
+
+/// A bound listener, ready to serve.
+pub struct Bound {
+    listener: TcpListener,
+    addr: SocketAddr,
+    options: ServerOptions,
+    token: String,
+}
+
+/// Read (or create) the token and bind, moving to the next port while the port is taken.
+pub async fn bind(options: ServerOptions) -> Result<Bound, WebError> {
+    let token = auth::load_or_create_token(&options.home)?;
+    let tries = if options.port == 0 { 1 } else { PORT_TRIES };
+    let mut last = None;
+    for i in 0..tries {
+        let Some(port) = options.port.checked_add(i) else {
+            break;
+        };
+        match TcpListener::bind((options.host.as_str(), port)).await {
+            Ok(listener) => {
+                let addr = listener.local_addr().map_err(|source| WebError::Bind {
+                    host: options.host.clone(),
+                    port,
+                    source,
+                })?;
+                return Ok(Bound {
+                    listener,
+                    addr,
+                    options,
+                    token,
+                });
+            }
+            Err(err) if err.kind() == std::io::ErrorKind::AddrInUse => last = Some(err),
+            Err(source) => {
+                return Err(WebError::Bind {
+                    host: options.host,
+                    port,
+                    source,
+                });
+            }
+        }
+    }
+    Err(WebError::Bind {
+        host: options.host,
+        port: options.port,
+        source: last.unwrap_or_else(|| std::io::Error::other("no port left to try")),
+    })
+}
+
+impl Bound {
+    pub fn addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    pub fn token(&self) -> &str {
+        &self.token
+    }
+
+    /// The browser URL, token in the fragment (never sent to the server in requests).
+    pub fn url(&self) -> String {
+        let host = match self.addr.ip() {
+            ip if ip.is_unspecified() => "127.0.0.1".to_owned(),
+            std::net::IpAddr::V6(ip) => format!("[{ip}]"),
+            ip => ip.to_string(),
+        };
+        format!("http://{host}:{}/#token={}", self.addr.port(), self.token)
+    }
+
+    /// Serve until `shutdown` resolves, then stop every session cleanly.
+    pub async fn serve(
+        self,
+        host: Arc<dyn SessionHost>,
+        shutdown: impl Future<Output = ()> + Send + 'static,
+    ) -> Result<(), WebError> {
+        let app = Arc::new(App {
+            registry: Registry::new(host, self.options.home.clone()),
+            token: self.token,
+            bind_host: self.options.host.clone(),
+            server_id: new_ulid(),
+            started_at: crate::events::timestamp(),
+        });
+        let result = axum::serve(self.listener, router(app.clone()))
+            .with_graceful_shutdown(shutdown)
+            .await
+            .map_err(WebError::Serve);
+        app.registry.shutdown().await;
+        result
+    }
+}
+
+fn router(app: Arc<App>) -> Router {
+    let api = Router::new()
+        .route("/healthz", get(rest::healthz))
+        .route("/meta", get(rest::meta))
+        .route(
+            "/sessions",
+            get(rest::list_sessions).post(rest::create_session),
+        )
+        .route(
+            "/sessions/{id}",
+            get(rest::get_session).post(rest::session_action),
+        )
+        .route("/sessions/{id}/status", get(rest::session_status))
+        .route("/sessions/{id}/messages", get(rest::list_messages))
+        .route("/sessions/{id}/prompts", post(rest::submit_prompt))
+        .route("/sessions/{id}/approvals", get(rest::list_approvals))
+        .route(
+            "/sessions/{id}/approvals/{aid}",
+            post(rest::resolve_approval),
+        )
+        .route("/ws", get(websocket))
+        .fallback(rest::no_endpoint);
+    Router::new()
+        .nest("/api/v1", api)
+        .route("/", get(index))
+        .route("/index.html", get(index))
+        .fallback(rest::no_endpoint)
+        .layer(middleware::from_fn_with_state(app.clone(), guard))
+        .with_state(app)
+}
+
+async fn index() -> Response {
+    let mut response = Html(INDEX_HTML).into_response();
+    let headers = response.headers_mut();
+    headers.insert(
+        header::CONTENT_SECURITY_POLICY,
+        HeaderValue::from_static("default-src 'self'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; connect-src 'self' ws: wss:"),
+    );
+    headers.insert(header::X_FRAME_OPTIONS, HeaderValue::from_static("DENY"));
+    response
+}
+
+async fn websocket(
+    State(app): State<Arc<App>>,
+    upgrade: WebSocketUpgrade,
+    request_headers: axum::http::HeaderMap,
+) -> Response {
+    // A browser only accepts the upgrade when the server echoes the subprotocol it offered.
+    let protocols: Vec<String> = auth::offered_ws_protocol(&request_headers, &app.token)
+        .into_iter()
+        .collect();
+    upgrade
+        .protocols(protocols)
+        .on_upgrade(move |socket| crate::ws::serve(app, socket))
+}
+
+/// Request id, Host allowlist, then the token (except for healthz, preflights and the UI).
+async fn guard(State(app): State<Arc<App>>, request: Request, next: Next) -> Response {
+    let id = request
+        .headers()
+        .get("x-request-id")
+        .and_then(|v| v.to_str().ok())
+        .filter(|v| is_ulid(v))
+        .map_or_else(new_ulid, str::to_owned);
+    REQUEST_ID
+        .scope(id, async move {
+            if !auth::host_allowed(request.headers(), &app.bind_host) {
+                return ApiError::new(
+                    code::FORBIDDEN_HOST,
+                    "the Host header names a host this server does not serve: open it through 127.0.0.1 or localhost",
+                )
+                .into_response();
+            }
+            let path = request.uri().path();
+            let exempt = request.method() == Method::OPTIONS
+                || !path.starts_with("/api/")
+                || (request.method() == Method::GET && path == "/api/v1/healthz");
+            if !exempt && !auth::authorized(request.headers(), &app.token) {
+                return ApiError::new(
+                    code::UNAUTHORIZED,
+                    format!(
+                        "missing or wrong bearer token: send Authorization: Bearer <token> with the token from {} (or open the URL kimi-rs web printed)",
+                        auth::token_path(std::path::Path::new("$KIMI_RS_HOME")).display()
+                    ),
+                )
+                .into_response();
+            }
+            next.run(request).await
+        })
+        .await
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+
+    #[tokio::test]
+    async fn a_busy_port_moves_to_the_next_one_and_the_url_carries_the_token() {
+        let home = tempfile::tempdir().unwrap();
+        let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = taken.local_addr().unwrap().port();
+        let bound = bind(ServerOptions {
+            host: "127.0.0.1".to_owned(),
+            port,
+            home: home.path().to_owned(),
+        })
+        .await
+        .unwrap();
+        assert!(bound.addr().port() > port);
+        assert_eq!(
+            bound.url(),
+            format!(
+                "http://127.0.0.1:{}/#token={}",
+                bound.addr().port(),
+                bound.token()
+            )
+        );
+        assert_eq!(
+            auth::load_or_create_token(home.path()).unwrap(),
+            bound.token()
+        );
+    }
+}
