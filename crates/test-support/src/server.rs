@@ -40,9 +40,13 @@ impl RecordedRequest {
     }
 }
 
+/// A scripted turn, optionally reserved for requests whose body contains a marker (so that
+/// concurrent agents — a main agent and a background subagent — each get their own script).
+type Queued = (Option<String>, ScriptTurn);
+
 #[derive(Default)]
 struct Shared {
-    turns: Mutex<VecDeque<ScriptTurn>>,
+    turns: Mutex<VecDeque<Queued>>,
     requests: Mutex<Vec<RecordedRequest>>,
 }
 
@@ -56,7 +60,7 @@ pub struct ScriptServer {
 impl ScriptServer {
     pub async fn start(turns: Vec<ScriptTurn>) -> std::io::Result<Self> {
         let shared = Arc::new(Shared {
-            turns: Mutex::new(turns.into()),
+            turns: Mutex::new(turns.into_iter().map(|t| (None, t)).collect()),
             requests: Mutex::new(Vec::new()),
         });
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
@@ -92,7 +96,15 @@ impl ScriptServer {
 
     pub fn push(&self, turn: ScriptTurn) {
         if let Ok(mut turns) = self.shared.turns.lock() {
-            turns.push_back(turn);
+            turns.push_back((None, turn));
+        }
+    }
+
+    /// Queue a turn served only to a request whose body contains `marker`. A request takes
+    /// the first turn reserved for a marker it contains, otherwise the first unreserved one.
+    pub fn push_for(&self, marker: impl Into<String>, turn: ScriptTurn) {
+        if let Ok(mut turns) = self.shared.turns.lock() {
+            turns.push_back((Some(marker.into()), turn));
         }
     }
 
@@ -161,6 +173,7 @@ async fn handle(
         body: serde_json::from_str(&raw_body).unwrap_or(Value::Null),
         raw_body,
     };
+    let recorded_body = recorded.raw_body.clone();
     if let Ok(mut requests) = shared.requests.lock() {
         requests.push(recorded);
     }
@@ -170,7 +183,14 @@ async fn handle(
             format!("scripted server: no wire format serves {path}"),
         );
     };
-    let turn = shared.turns.lock().ok().and_then(|mut t| t.pop_front());
+    let turn = shared.turns.lock().ok().and_then(|mut turns| {
+        let body = &recorded_body;
+        let at = turns
+            .iter()
+            .position(|(m, _)| m.as_deref().is_some_and(|m| body.contains(m)))
+            .or_else(|| turns.iter().position(|(m, _)| m.is_none()))?;
+        turns.remove(at).map(|(_, turn)| turn)
+    });
     match turn {
         None => plain(
             StatusCode::NOT_FOUND,

@@ -354,7 +354,7 @@ async fn run_jobs(rt: Arc<Runtime>) -> Vec<TurnResult> {
                 let finished = rt.config.tool_ctx.tasks.drain_notifications();
                 if let Some((first, rest)) = finished.split_first() {
                     // The first notice is the turn's prompt; any others join at its gate.
-                    let notice = super::turn::task_notice(first);
+                    let notice = super::turn::task_notice(first, &rt.config.tool_ctx.tasks);
                     let prompt = Pending {
                         prompt_id: rec::new_id("msg_"),
                         input: notice.content.clone(),
@@ -362,7 +362,9 @@ async fn run_jobs(rt: Arc<Runtime>) -> Vec<TurnResult> {
                     };
                     let records = rest
                         .iter()
-                        .map(|t| rec::message(super::turn::task_notice(t)))
+                        .map(|t| {
+                            rec::message(super::turn::task_notice(t, &rt.config.tool_ctx.tasks))
+                        })
                         .collect::<Vec<_>>();
                     let token = CancellationToken::new();
                     rt.shared().turn_cancel = Some(token.clone());

@@ -553,8 +553,16 @@ async fn stop_hook(rt: &Runtime) -> Option<String> {
     result.blocked
 }
 
-/// The message that tells the model a background task ended.
-pub fn task_notice(task: &kimi_tools::tasks::TaskInfo) -> Message {
+/// How much of a background subagent's report a task notice carries.
+const AGENT_REPORT_LIMIT: u64 = 32 * 1024;
+
+/// The message that tells the model a background task ended. A background subagent's notice
+/// carries its report (the reference delivers the result as a message); a shell task's points
+/// at TaskOutput.
+pub fn task_notice(
+    task: &kimi_tools::tasks::TaskInfo,
+    tasks: &kimi_tools::tasks::TaskManager,
+) -> Message {
     let what = if task.description.is_empty() {
         task.command.clone()
     } else {
@@ -564,11 +572,25 @@ pub fn task_notice(task: &kimi_tools::tasks::TaskInfo) -> Message {
         .exit_code
         .map(|c| format!(", exit code {c}"))
         .unwrap_or_default();
-    let text = format!(
-        "<system-reminder>\nBackground task {} ({what}) ended: {}{exit}. Read its output with TaskOutput if you need it.\n</system-reminder>",
-        task.id,
-        task.status.as_str()
-    );
+    let text = if task.kind == "agent" {
+        let (report, total) = tasks.tail_output(&task.id, AGENT_REPORT_LIMIT);
+        let cut = if total > AGENT_REPORT_LIMIT {
+            format!(" (last {AGENT_REPORT_LIMIT} bytes of {total}; TaskOutput has it all)")
+        } else {
+            String::new()
+        };
+        format!(
+            "<system-reminder>\nBackground subagent task {} ({what}) ended: {}. Its report{cut}:\n\n{report}\n</system-reminder>",
+            task.id,
+            task.status.as_str()
+        )
+    } else {
+        format!(
+            "<system-reminder>\nBackground task {} ({what}) ended: {}{exit}. Read its output with TaskOutput if you need it.\n</system-reminder>",
+            task.id,
+            task.status.as_str()
+        )
+    };
     let mut message = Message::new(Role::User, vec![ContentPart::text(text)]);
     message.origin = Some(Origin::Known(KnownOrigin::Task {
         task_id: task.id.clone(),
@@ -587,7 +609,7 @@ fn consume_task_notices(rt: &Runtime) {
     }
     let records = finished
         .iter()
-        .map(|t| rec::message(task_notice(t)))
+        .map(|t| rec::message(task_notice(t, &rt.config.tool_ctx.tasks)))
         .collect();
     rt.commit(records);
     if let Some(hooks) = &rt.config.hooks {

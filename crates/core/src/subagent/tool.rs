@@ -1,10 +1,12 @@
-//! The `Agent` tool (surface.md §2.5): hands a task to a subagent and returns its final
-//! message. Foreground only: the call waits for the subagent's turn to end, and cancelling
-//! the caller's turn cancels the subagent's.
+//! The `Agent` tool (surface.md §2.5): hands a task to a subagent. In the foreground the call
+//! waits for the subagent's turn to end (cancelling the caller's turn cancels the subagent's)
+//! and returns its final message; with `run_in_background` it becomes a background task whose
+//! report reaches the caller as a task notice.
 
 use std::sync::Arc;
 
 use async_trait::async_trait;
+use kimi_tools::tasks::TaskStatus;
 use kimi_tools::tool::parse_args;
 use kimi_tools::{
     Execution, ProgressSink, Resolution, RuleSubject, Tool, ToolContext, ToolDisplay, ToolError,
@@ -48,7 +50,8 @@ impl AgentTool {
     }
 }
 
-fn format_outcome(outcome: &RunOutcome) -> ToolResult {
+/// The report of a finished run: its text, and whether it is an error for the caller.
+fn describe(outcome: &RunOutcome) -> (String, bool) {
     let usage = &outcome.usage;
     let mut usage_line = format!(
         "usage: input {}, output {}",
@@ -69,23 +72,93 @@ fn format_outcome(outcome: &RunOutcome) -> ToolResult {
         outcome.agent_id
     );
     match &outcome.status {
-        RunStatus::Completed => ToolResult::ok(format!(
-            "{head}\nstatus: completed\n{usage_line}\n\n[summary]\n{}",
-            outcome.text
-        )),
-        RunStatus::Cancelled => ToolResult::error(format!(
-            "{head}\nstatus: cancelled\n{usage_line}\n\nThe subagent was interrupted before it finished; its partial work stays in its history.\n{resume_hint}"
-        )),
-        RunStatus::Failed(message) => ToolResult::error(format!(
-            "{head}\nstatus: failed\n{usage_line}\n\nsubagent error: {message}\n{resume_hint}"
-        )),
+        RunStatus::Completed => (
+            format!(
+                "{head}\nstatus: completed\n{usage_line}\n\n[summary]\n{}",
+                outcome.text
+            ),
+            false,
+        ),
+        RunStatus::Cancelled => (
+            format!(
+                "{head}\nstatus: cancelled\n{usage_line}\n\nThe subagent was interrupted before it finished; its partial work stays in its history.\n{resume_hint}"
+            ),
+            true,
+        ),
+        RunStatus::Failed(message) => (
+            format!(
+                "{head}\nstatus: failed\n{usage_line}\n\nsubagent error: {message}\n{resume_hint}"
+            ),
+            true,
+        ),
     }
+}
+
+fn format_outcome(outcome: &RunOutcome) -> ToolResult {
+    match describe(outcome) {
+        (text, false) => ToolResult::ok(text),
+        (text, true) => ToolResult::error(text),
+    }
+}
+
+/// Run a subagent as a background task: the call returns at once, the task ends with the
+/// subagent's report (which reaches the caller as a task notice), and TaskStop cancels it.
+fn start_in_background(exec: AgentExecution, ctx: &ToolContext) -> ToolResult {
+    let task = ctx.tasks.start_external(
+        "agent",
+        &exec.description,
+        &exec.plan.display.summary,
+        &ctx.cwd,
+    );
+    let id = task.id().to_owned();
+    let AgentExecution {
+        host,
+        target,
+        prompt,
+        ..
+    } = exec;
+    tokio::spawn(async move {
+        // Not the caller's token: the subagent outlives the turn that started it.
+        let cancel = CancellationToken::new();
+        let run = host.run(target, prompt, cancel.clone());
+        tokio::pin!(run);
+        let (result, stop_reason) = tokio::select! {
+            result = &mut run => (result, None),
+            reason = task.stop_requested() => {
+                cancel.cancel();
+                (run.await, Some(reason))
+            }
+        };
+        match result {
+            Ok(outcome) => {
+                let (text, failed) = describe(&outcome);
+                let status = match (&outcome.status, &stop_reason) {
+                    (_, Some(_)) | (RunStatus::Cancelled, None) => TaskStatus::Killed,
+                    _ if failed => TaskStatus::Failed,
+                    _ => TaskStatus::Completed,
+                };
+                task.finish(status, &text, stop_reason);
+            }
+            Err(err) => {
+                task.finish(
+                    TaskStatus::Failed,
+                    &format!("subagent error: {err}"),
+                    Some(err.to_string()),
+                );
+            }
+        }
+    });
+    ToolResult::ok(format!(
+        "Started the subagent in the background as task {id}. Its report arrives in this conversation when it finishes; until then continue with other work. TaskOutput, WaitFor and TaskStop take the task id."
+    ))
 }
 
 struct AgentExecution {
     host: Arc<SubagentHost>,
     target: Target,
     prompt: String,
+    description: String,
+    background: bool,
     plan: ToolPlan,
 }
 
@@ -97,10 +170,13 @@ impl Execution for AgentExecution {
 
     async fn execute(
         self: Box<Self>,
-        _ctx: &ToolContext,
+        ctx: &ToolContext,
         cancel: CancellationToken,
         _progress: ProgressSink,
     ) -> ToolResult {
+        if self.background {
+            return start_in_background(*self, ctx);
+        }
         match self.host.run(self.target, self.prompt, cancel).await {
             Ok(outcome) => format_outcome(&outcome),
             Err(err) => ToolResult::error(format!("subagent error: {err}")),
@@ -147,7 +223,7 @@ impl Tool for AgentTool {
                 "description": {"type": "string", "description": "A short (3-5 word) label for the task."},
                 "subagent_type": {"type": "string", "description": "The agent type to start (default coder). Not allowed with resume."},
                 "resume": {"type": "string", "description": "The agent_id of an earlier subagent of this session to continue with its history."},
-                "run_in_background": {"type": "boolean", "description": "Not available in this build; leave unset."}
+                "run_in_background": {"type": "boolean", "description": "Start the subagent as a background task and return at once; its report arrives as a message when it finishes (TaskOutput, WaitFor and TaskStop take the task id). Default false."}
             },
             "required": ["prompt", "description"],
             "additionalProperties": false
@@ -157,11 +233,6 @@ impl Tool for AgentTool {
     fn resolve(&self, args: Value, _ctx: &ToolContext) -> Result<Resolution, ToolError> {
         let params: Params = parse_args(args)?;
         let refuse = |text: String| Ok(Resolution::Result(ToolResult::error(text)));
-        if params.run_in_background {
-            return refuse(
-                "Background subagents are not available in this build. Call Agent again without run_in_background; several foreground Agent calls in one response run in parallel.".to_owned(),
-            );
-        }
         let resume = params
             .resume
             .as_deref()
@@ -210,6 +281,8 @@ impl Tool for AgentTool {
             host: self.host.clone(),
             target,
             prompt: params.prompt,
+            description: params.description,
+            background: params.run_in_background,
             plan,
         })))
     }

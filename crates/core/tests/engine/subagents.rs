@@ -10,7 +10,9 @@ use kimi_protocol::ops::{Event, Op, TurnEndReason};
 use pretty_assertions::assert_eq;
 use serde_json::Value;
 
-use crate::harness::{Dirs, Options, Session, mkfifo, read_journal, tool_results, user_texts};
+use crate::harness::{
+    Dirs, Options, Session, mkfifo, read_journal, release_fifo, tool_results, user_texts,
+};
 
 const LONG_SUMMARY: &str = "Changed calc.txt: the value line now reads `value = 2` instead of `value = 1`. I read the file first, replaced the single occurrence with Edit, and did not touch anything else. Nothing is left open; no tests exist for this file.";
 
@@ -389,4 +391,152 @@ async fn an_unknown_agent_name_or_invalid_agent_file_fails_to_open() {
     }
     // No session was created by the failed attempts.
     assert!(!dirs.home.path().join("sessions").exists());
+}
+
+/// Marks the requests of a subagent (its system prompt), so its script turns are served to it
+/// while the main agent runs concurrently.
+const SUBAGENT: &str = "You are running as a subagent";
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_background_subagent_reports_when_it_finishes_and_starts_a_turn_of_its_own() {
+    let dirs = Dirs::new();
+    let fifo = dirs.file("gate");
+    mkfifo(&fifo);
+    let launch = serde_json::json!({
+        "prompt": "Wait for the gate, then report.",
+        "description": "wait and report",
+        "run_in_background": true,
+    });
+    let script = vec![
+        agent_call("call_bg", &launch.to_string()),
+        ScriptTurn::text("Started it; I will tell you when it reports."),
+    ];
+    let mut s = Session::start(&dirs, ProviderType::OpenAi, script).await;
+    let gate = serde_json::json!({"command": format!("cat {}", fifo.display())});
+    s.server.push_for(
+        SUBAGENT,
+        ScriptTurn::tool_calls(&[("sub_gate", "Bash", &gate.to_string())]),
+    );
+    s.server.push_for(SUBAGENT, ScriptTurn::text(LONG_SUMMARY));
+    s.server
+        .push(ScriptTurn::text("The subagent has reported."));
+
+    let (reason, error) = s.run("Delegate the waiting.").await;
+    assert_eq!(reason, TurnEndReason::Completed, "{error:?}");
+    let started = tool_results(
+        &s.requests()
+            .iter()
+            .rfind(|r| !r.raw_body.contains(SUBAGENT))
+            .unwrap()
+            .body,
+    )
+    .into_iter()
+    .find(|r| r.id == "call_bg")
+    .unwrap();
+    assert!(
+        started.text.contains("in the background as task agent-"),
+        "{}",
+        started.text
+    );
+    let tasks = s
+        .opened
+        .agent
+        .handle
+        .runtime()
+        .config
+        .tool_ctx
+        .tasks
+        .clone();
+    let listed = tasks.list();
+    assert_eq!(listed.len(), 1);
+    assert_eq!(listed[0].kind, "agent");
+    assert_eq!(
+        listed[0].status.as_str(),
+        "running",
+        "the turn ended before the subagent"
+    );
+
+    // Let the subagent finish: its report starts a turn of the main agent.
+    release_fifo(fifo, "open\n").await;
+    let (reason, error) = s.turn_end().await;
+    assert_eq!(reason, TurnEndReason::Completed, "{error:?}");
+    let last = s
+        .requests()
+        .into_iter()
+        .rfind(|r| !r.raw_body.contains(SUBAGENT))
+        .unwrap();
+    let notice = user_texts(&last.body).join("\n");
+    assert!(
+        notice.contains("Background subagent task agent-")
+            && notice.contains("ended: completed")
+            && notice.contains(LONG_SUMMARY)
+            && notice.contains("agent_id: agent-0"),
+        "{notice}"
+    );
+    assert_eq!(tasks.list()[0].status.as_str(), "completed");
+    assert!(
+        agent_journal(&s, "agent-0")
+            .iter()
+            .any(|r| r["type"] == "turn.ended")
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn stopping_a_background_subagent_cancels_its_turn() {
+    let dirs = Dirs::new();
+    let fifo = dirs.file("never");
+    mkfifo(&fifo);
+    let launch = serde_json::json!({
+        "prompt": "Wait forever.",
+        "description": "wait",
+        "run_in_background": true,
+    });
+    let script = vec![
+        agent_call("call_bg", &launch.to_string()),
+        ScriptTurn::text("Started."),
+    ];
+    let mut s = Session::start(&dirs, ProviderType::OpenAi, script).await;
+    let gate = serde_json::json!({"command": format!("cat {}", fifo.display())});
+    s.server.push_for(
+        SUBAGENT,
+        ScriptTurn::tool_calls(&[("sub_gate", "Bash", &gate.to_string())]),
+    );
+    s.server.push(ScriptTurn::text("It was stopped."));
+    let (reason, error) = s.run("Start the waiter.").await;
+    assert_eq!(reason, TurnEndReason::Completed, "{error:?}");
+    let tasks = s
+        .opened
+        .agent
+        .handle
+        .runtime()
+        .config
+        .tool_ctx
+        .tasks
+        .clone();
+    let id = tasks.list()[0].id.clone();
+    // The subagent is inside its Bash call once the command holds the fifo open.
+    let reader = tokio::task::spawn_blocking({
+        let fifo = fifo.clone();
+        move || std::fs::OpenOptions::new().write(true).open(fifo)
+    });
+    let writer = reader.await.unwrap().unwrap();
+    let stopped = tasks.stop(&id, "no longer needed").await.unwrap();
+    drop(writer);
+    assert_eq!(stopped.status.as_str(), "killed");
+    assert_eq!(stopped.reason.as_deref(), Some("no longer needed"));
+    let (reason, _) = s.turn_end().await;
+    assert_eq!(reason, TurnEndReason::Completed);
+    let last = s
+        .requests()
+        .into_iter()
+        .rfind(|r| !r.raw_body.contains(SUBAGENT))
+        .unwrap();
+    assert!(user_texts(&last.body).join("\n").contains("ended: killed"));
+    let journal = agent_journal(&s, "agent-0");
+    assert!(
+        journal
+            .iter()
+            .any(|r| r["type"] == "turn.ended" && r["reason"] == "cancelled"),
+        "the subagent's turn was cancelled"
+    );
 }

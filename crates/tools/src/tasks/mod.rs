@@ -1,7 +1,9 @@
 //! Background tasks of one agent, persisted under its `tasks/` directory as `<id>.json` plus
-//! `<id>/output.log`. Each task is a shell command in its own process group, so stopping it
-//! stops everything it started.
+//! `<id>/output.log`. A shell task runs in its own process group, so stopping it stops
+//! everything it started; an external task (a background subagent) runs in this process and
+//! reports its own end.
 
+mod external;
 mod process;
 mod runner;
 
@@ -12,6 +14,7 @@ use std::time::{Duration, Instant, SystemTime};
 use serde::{Deserialize, Serialize};
 use tokio::sync::{Notify, broadcast, watch};
 
+pub use external::ExternalTask;
 pub use process::{group_alive, kill_tree};
 
 /// Output beyond this terminates the task.
