@@ -7,7 +7,8 @@ use agent_client_protocol::v1::schema::{
     SessionModeState, SessionUpdate, TextContent, ToolCall as AcpToolCall, ToolCallContent,
     ToolCallStatus, ToolCallUpdate, ToolCallUpdateFields, ToolKind,
 };
-use kimi_protocol::ops::PermissionMode;
+use agent_client_protocol::v1::schema::{PermissionOption, PermissionOptionKind};
+use kimi_protocol::ops::{ApprovalDecision, ApprovalOption, PermissionMode};
 use kimi_protocol::{ContentPart, Message, Role, ToolCall};
 use serde_json::{Map, Value, json};
 
@@ -236,42 +237,115 @@ pub fn commands_update(commands: &[(String, String)]) -> SessionUpdate {
     ))
 }
 
-/// The session modes offered to the editor and their permission modes.
-pub const MODES: [(&str, &str, &str, PermissionMode); 3] = [
+/// The choices of a permission request: allow once / for the session / reject, or for a plan
+/// review (ExitPlanMode) one "Approve" per offered approach (or a plain one) and reject.
+pub fn permission_options(review: bool, approaches: &[ApprovalOption]) -> Vec<PermissionOption> {
+    if !review {
+        return vec![
+            PermissionOption::new("approve_once", "Allow", PermissionOptionKind::AllowOnce),
+            PermissionOption::new(
+                "approve_for_session",
+                "Allow for this session",
+                PermissionOptionKind::AllowAlways,
+            ),
+            PermissionOption::new("reject", "Reject", PermissionOptionKind::RejectOnce),
+        ];
+    }
+    let mut options: Vec<PermissionOption> = if approaches.is_empty() {
+        vec![PermissionOption::new(
+            "approve_once",
+            "Approve the plan",
+            PermissionOptionKind::AllowOnce,
+        )]
+    } else {
+        approaches
+            .iter()
+            .map(|a| {
+                PermissionOption::new(
+                    format!("{APPROACH_PREFIX}{}", a.label),
+                    format!("Approve: {}", a.label),
+                    PermissionOptionKind::AllowOnce,
+                )
+            })
+            .collect()
+    };
+    options.push(PermissionOption::new(
+        "reject",
+        "Reject (stay in plan mode)",
+        PermissionOptionKind::RejectOnce,
+    ));
+    options
+}
+
+const APPROACH_PREFIX: &str = "approach:";
+
+/// The engine's decision for the option the editor picked.
+pub fn decision_for(option_id: &str) -> ApprovalDecision {
+    match option_id {
+        "approve_once" => ApprovalDecision::ApproveOnce,
+        "approve_for_session" => ApprovalDecision::ApproveForSession,
+        id => match id.strip_prefix(APPROACH_PREFIX) {
+            Some(label) => ApprovalDecision::ApproveOption {
+                label: label.to_owned(),
+            },
+            None => ApprovalDecision::Reject,
+        },
+    }
+}
+
+/// The session modes offered to the editor: the permission modes, and plan mode (which keeps
+/// the permission mode and adds the plan guard).
+pub const MODES: [(&str, &str, &str, Option<PermissionMode>); 4] = [
     (
         "default",
         "Default",
         "Ask before edits outside the workspace, commands and other risky actions",
-        PermissionMode::Manual,
+        Some(PermissionMode::Manual),
     ),
     (
         "auto",
         "Auto",
         "Approve safe actions, ask for the rest",
-        PermissionMode::Auto,
+        Some(PermissionMode::Auto),
     ),
     (
         "yolo",
         "YOLO",
         "Approve every tool call without asking",
-        PermissionMode::Yolo,
+        Some(PermissionMode::Yolo),
+    ),
+    (
+        "plan",
+        "Plan",
+        "Read and plan only; the plan is reviewed before any change",
+        None,
     ),
 ];
 
-pub fn mode_id(mode: PermissionMode) -> &'static str {
+/// What a mode id asks for: `Some(mode)` a permission mode (leaving plan mode), `None` plan
+/// mode; unknown ids are `Err`.
+pub fn mode_from_id(id: &str) -> Result<Option<PermissionMode>, String> {
     MODES
         .iter()
-        .find(|m| m.3 == mode)
+        .find(|m| m.0 == id)
+        .map(|m| m.3)
+        .ok_or_else(|| format!("unknown mode {id}: use default, auto, yolo or plan"))
+}
+
+/// The id of the mode a session is in.
+pub fn current_mode_id(permission: PermissionMode, plan: bool) -> &'static str {
+    if plan {
+        return "plan";
+    }
+    MODES
+        .iter()
+        .find(|m| m.3 == Some(permission))
         .map_or("default", |m| m.0)
 }
 
-pub fn mode_from_id(id: &str) -> Option<PermissionMode> {
-    MODES.iter().find(|m| m.0 == id).map(|m| m.3)
-}
-
-pub fn mode_state(current: PermissionMode) -> SessionModeState {
+pub fn mode_state(current: &str) -> SessionModeState {
     SessionModeState::new(
-        SessionModeId::new(mode_id(current)),
+        SessionModeId::new(current.to_owned()),
         MODES
             .iter()
             .map(|(id, name, description, _)| {
@@ -351,14 +425,48 @@ mod tests {
     }
 
     #[test]
+    fn plan_reviews_offer_each_approach_and_map_back() {
+        let approaches = vec![
+            ApprovalOption {
+                label: "Small patch".into(),
+                description: String::new(),
+            },
+            ApprovalOption {
+                label: "Rewrite".into(),
+                description: String::new(),
+            },
+        ];
+        let options = serde_json::to_value(permission_options(true, &approaches)).unwrap();
+        assert_eq!(options[0]["name"], "Approve: Small patch");
+        assert_eq!(options[2]["kind"], "reject_once");
+        assert_eq!(
+            decision_for(options[1]["optionId"].as_str().unwrap()),
+            ApprovalDecision::ApproveOption {
+                label: "Rewrite".into()
+            }
+        );
+        assert_eq!(decision_for("reject"), ApprovalDecision::Reject);
+        let plain = serde_json::to_value(permission_options(true, &[])).unwrap();
+        assert_eq!(plain[0]["optionId"], "approve_once");
+        assert_eq!(permission_options(false, &[]).len(), 3);
+    }
+
+    #[test]
     fn modes_round_trip() {
         for (id, _, _, mode) in MODES {
-            assert_eq!(mode_from_id(id), Some(mode));
-            assert_eq!(mode_id(mode), id);
+            assert_eq!(mode_from_id(id), Ok(mode));
+            assert_eq!(
+                current_mode_id(mode.unwrap_or(PermissionMode::Manual), mode.is_none()),
+                id
+            );
         }
-        assert_eq!(mode_from_id("plan"), None);
-        let state = serde_json::to_value(mode_state(PermissionMode::Auto)).unwrap();
+        assert!(
+            mode_from_id("nosuch")
+                .unwrap_err()
+                .contains("default, auto, yolo or plan")
+        );
+        let state = serde_json::to_value(mode_state("auto")).unwrap();
         assert_eq!(state["currentModeId"], "auto");
-        assert_eq!(state["availableModes"].as_array().unwrap().len(), 3);
+        assert_eq!(state["availableModes"].as_array().unwrap().len(), 4);
     }
 }

@@ -10,20 +10,19 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, PoisonError};
 
 use agent_client_protocol::v1::ConnectionTo;
+use agent_client_protocol::v1::schema::SessionUpdate;
 use agent_client_protocol::v1::schema::{
-    AgentCapabilities, CancelNotification, Implementation, InitializeRequest, InitializeResponse,
-    LoadSessionRequest, LoadSessionResponse, McpCapabilities, NewSessionRequest,
-    NewSessionResponse, PermissionOption, PermissionOptionKind, PromptCapabilities, PromptRequest,
+    AgentCapabilities, CancelNotification, ContentBlock, CurrentModeUpdate, Implementation,
+    InitializeRequest, InitializeResponse, LoadSessionRequest, LoadSessionResponse,
+    McpCapabilities, NewSessionRequest, NewSessionResponse, PromptCapabilities, PromptRequest,
     PromptResponse, RequestPermissionOutcome, RequestPermissionRequest, SessionNotification,
-    SetSessionModeRequest, SetSessionModeResponse, StopReason, ToolCallUpdate,
-    ToolCallUpdateFields,
+    SetSessionModeRequest, SetSessionModeResponse, StopReason, TextContent, ToolCallContent,
+    ToolCallUpdate, ToolCallUpdateFields,
 };
 use agent_client_protocol::{Agent, ByteStreams, Client, Error as AcpError};
 use kimi_core::engine::agent::AgentHandle;
 use kimi_core::session::{OpenedSession, Resume};
-use kimi_protocol::ops::{
-    ApprovalDecision, ApprovalRequest, Event, Op, PermissionMode, TurnEndReason,
-};
+use kimi_protocol::ops::{ApprovalDecision, ApprovalRequest, Event, Op, TurnEndReason};
 use tokio::sync::{mpsc, oneshot};
 use tokio_util::compat::{TokioAsyncReadCompatExt, TokioAsyncWriteCompatExt};
 
@@ -46,6 +45,15 @@ struct Waiters {
 struct Live {
     handle: AgentHandle,
     waiters: Mutex<Waiters>,
+    /// The mode id the editor was last told.
+    mode: Mutex<&'static str>,
+}
+
+/// The mode a session's agent is in now (permission mode, or plan mode on top of it).
+fn mode_of(handle: &AgentHandle) -> &'static str {
+    let config = &handle.runtime().config;
+    let plan = config.plan.as_ref().is_some_and(|p| p.is_active());
+    convert::current_mode_id(config.permissions.mode(), plan)
 }
 
 impl Live {
@@ -66,11 +74,7 @@ fn no_session(id: &str) -> AcpError {
     )))
 }
 
-fn notify(
-    cx: &ConnectionTo<Client>,
-    session_id: &str,
-    update: agent_client_protocol::v1::schema::SessionUpdate,
-) {
+fn notify(cx: &ConnectionTo<Client>, session_id: &str, update: SessionUpdate) {
     if let Err(err) = cx.send_notification(SessionNotification::new(session_id.to_owned(), update))
     {
         tracing::warn!("cannot send a session update: {err}");
@@ -88,19 +92,16 @@ async fn ask(
     if let Some(danger) = &request.danger {
         title.push_str(&format!(" (warning: {danger})"));
     }
-    let tool_call = ToolCallUpdate::new(
-        request.tool_call_id.clone(),
-        ToolCallUpdateFields::new().title(title),
-    );
-    let options = vec![
-        PermissionOption::new("approve_once", "Allow", PermissionOptionKind::AllowOnce),
-        PermissionOption::new(
-            "approve_for_session",
-            "Allow for this session",
-            PermissionOptionKind::AllowAlways,
-        ),
-        PermissionOption::new("reject", "Reject", PermissionOptionKind::RejectOnce),
-    ];
+    let review = request.tool_name == "ExitPlanMode";
+    let mut fields = ToolCallUpdateFields::new().title(title);
+    if let Some(detail) = request.detail.as_deref().filter(|d| !d.is_empty()) {
+        // The plan under review (or the command's detail) is shown with the question.
+        fields = fields.content(vec![ToolCallContent::from(ContentBlock::Text(
+            TextContent::new(detail),
+        ))]);
+    }
+    let tool_call = ToolCallUpdate::new(request.tool_call_id.clone(), fields);
+    let options = convert::permission_options(review, &request.options);
     let answer = cx
         .send_request(RequestPermissionRequest::new(
             session_id, tool_call, options,
@@ -108,11 +109,9 @@ async fn ask(
         .block_task()
         .await;
     let decision = match answer.map(|r| r.outcome) {
-        Ok(RequestPermissionOutcome::Selected(selected)) => match &*selected.option_id.0 {
-            "approve_once" => ApprovalDecision::ApproveOnce,
-            "approve_for_session" => ApprovalDecision::ApproveForSession,
-            _ => ApprovalDecision::Reject,
-        },
+        Ok(RequestPermissionOutcome::Selected(selected)) => {
+            convert::decision_for(&selected.option_id.0)
+        }
         Ok(_) => ApprovalDecision::Reject,
         Err(err) => {
             tracing::warn!("permission request failed, rejecting the call: {err}");
@@ -158,11 +157,26 @@ async fn pump(
                 tool_call_id,
                 output,
                 is_error,
-            } => notify(
-                &cx,
-                &session_id,
-                convert::tool_finished(&tool_call_id, &output, is_error),
-            ),
+            } => {
+                notify(
+                    &cx,
+                    &session_id,
+                    convert::tool_finished(&tool_call_id, &output, is_error),
+                );
+                // EnterPlanMode / ExitPlanMode change the mode the editor shows.
+                let now = mode_of(&live.handle);
+                let changed = {
+                    let mut shown = live.mode.lock().unwrap_or_else(PoisonError::into_inner);
+                    std::mem::replace(&mut *shown, now) != now
+                };
+                if changed {
+                    notify(
+                        &cx,
+                        &session_id,
+                        SessionUpdate::CurrentModeUpdate(CurrentModeUpdate::new(now)),
+                    );
+                }
+            }
             Event::ApprovalRequested(request) => {
                 tokio::spawn(ask(
                     cx.clone(),
@@ -182,6 +196,7 @@ async fn pump(
 fn start(cx: &ConnectionTo<Client>, sessions: &Sessions, opened: OpenedSession) {
     let id = opened.session.state.id.clone();
     let live = Arc::new(Live {
+        mode: Mutex::new(mode_of(&opened.agent.handle)),
         handle: opened.agent.handle.clone(),
         waiters: Mutex::new(Waiters::default()),
     });
@@ -200,7 +215,7 @@ fn start(cx: &ConnectionTo<Client>, sessions: &Sessions, opened: OpenedSession) 
 /// A session just opened on this connection.
 struct Started {
     id: String,
-    mode: PermissionMode,
+    mode: &'static str,
     commands: Vec<(String, String)>,
 }
 
@@ -227,7 +242,7 @@ fn open(
     let opened = host
         .open(cwd, resume, servers)
         .map_err(|message| AcpError::internal_error().data(serde_json::Value::from(message)))?;
-    let mode = opened.agent.handle.runtime().config.permissions.mode();
+    let mode = mode_of(&opened.agent.handle);
     let id = opened.session.state.id.clone();
     if loading {
         let history = opened
@@ -408,16 +423,23 @@ pub async fn serve(
                     return responder.respond_with_error(no_session(&id));
                 };
                 match convert::mode_from_id(&request.mode_id.0) {
-                    Some(mode) => {
-                        live.handle.send(Op::SetPermissionMode { mode });
+                    Ok(choice) => {
+                        let plan = choice.is_none();
+                        if plan || mode_of(&live.handle) == "plan" {
+                            live.handle.send(Op::SetPlanMode { enabled: plan });
+                        }
+                        if let Some(mode) = choice {
+                            live.handle.send(Op::SetPermissionMode { mode });
+                        }
+                        *live.mode.lock().unwrap_or_else(PoisonError::into_inner) = convert::MODES
+                            .iter()
+                            .find(|m| m.0 == &*request.mode_id.0)
+                            .map_or("default", |m| m.0);
                         responder.respond(SetSessionModeResponse::new())
                     }
-                    None => responder.respond_with_error(AcpError::invalid_params().data(
-                        serde_json::Value::from(format!(
-                            "unknown mode {}: use default, auto or yolo",
-                            request.mode_id.0
-                        )),
-                    )),
+                    Err(message) => responder.respond_with_error(
+                        AcpError::invalid_params().data(serde_json::Value::from(message)),
+                    ),
                 }
             },
             agent_client_protocol::on_receive_request!(),

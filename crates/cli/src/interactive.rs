@@ -107,7 +107,15 @@ impl Host {
             models: Vec::new(),
             context_window: self.context_window,
             permission_mode: opened.agent.handle.runtime().config.permissions.mode(),
-            plan_mode: self.permissions.mode.plan,
+            // The engine's state: a resumed session may be in plan mode without `--plan`.
+            plan_mode: opened
+                .agent
+                .handle
+                .runtime()
+                .config
+                .plan
+                .as_ref()
+                .is_some_and(|plan| plan.is_active()),
         }
     }
 

@@ -6,6 +6,7 @@ pub mod cli;
 pub mod conformance;
 pub mod demo;
 pub mod extensions;
+pub mod hosted;
 pub mod interactive;
 pub mod print;
 pub mod run;

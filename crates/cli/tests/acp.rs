@@ -11,7 +11,7 @@ use std::io::{BufRead, BufReader, Write};
 use std::process::{Child, ChildStdin, Stdio};
 use std::sync::mpsc::{Receiver, channel};
 
-use common::{CORE_FORMATS, Fixture, WAIT, mcp_fixture};
+use common::{CORE_FORMATS, Fixture, WAIT, find_file, mcp_fixture, wait_until};
 use kimi_llm::scripted::ScriptTurn;
 use serde_json::{Value, json};
 
@@ -294,7 +294,7 @@ fn yolo_mode_runs_without_asking_and_cancel_ends_the_prompt_as_cancelled() {
         bad["error"]["data"]
             .as_str()
             .unwrap()
-            .contains("default, auto or yolo"),
+            .contains("default, auto, yolo or plan"),
         "{bad}"
     );
     let id = editor.send(
@@ -420,4 +420,104 @@ fn editor_mcp_servers_and_skill_commands_reach_the_session() {
     let last = fx.requests().last().unwrap().body.to_string();
     assert!(last.contains("Greet Zoe warmly."), "{last}");
     editor.close();
+}
+
+#[test]
+fn plan_mode_guards_writes_and_the_plan_is_reviewed_in_the_editor() {
+    let fx = Fixture::new(
+        CORE_FORMATS[0],
+        vec![
+            ScriptTurn::tool_calls(&[("call_w", "Write", r#"{"path":"src.txt","content":"x"}"#)]),
+            ScriptTurn::tool_calls(&[(
+                "call_exit",
+                "ExitPlanMode",
+                r#"{"options":[{"label":"Small patch"},{"label":"Rewrite"}]}"#,
+            )]),
+            ScriptTurn::text("Going with the rewrite."),
+        ],
+    );
+    let mut editor = Editor::start(&fx);
+    let session = editor.new_session(&fx);
+    let response = editor.call(
+        "session/set_mode",
+        json!({"sessionId": session, "modeId": "plan"}),
+    );
+    assert!(response.get("error").is_none(), "{response}");
+    // The engine journals the plan id; the plan file lives next to the journal.
+    let journal = find_file(&fx.home.path().join("sessions"), &session, "wire.jsonl").unwrap();
+    let mut plan_id = None;
+    wait_until("plan mode to be journaled", || {
+        plan_id = fx
+            .journal(&session)
+            .iter()
+            .rfind(|r| r["type"] == "plan.mode" && r["active"] == true)
+            .and_then(|r| r["planId"].as_str().map(str::to_owned));
+        plan_id.is_some()
+    });
+    let plan = journal
+        .with_file_name("plans")
+        .join(format!("{}.md", plan_id.unwrap()));
+    std::fs::write(&plan, "1. Rewrite the parser.\n2. Add tests.\n").unwrap();
+
+    editor.permission = "approach:Rewrite";
+    let response = editor.prompt(&session, "plan the parser work");
+    assert_eq!(response["result"]["stopReason"], "end_turn", "{response}");
+    assert!(
+        !fx.cwd().join("src.txt").exists(),
+        "plan mode refuses other writes"
+    );
+    let denied = editor
+        .updates
+        .iter()
+        .find(|u| u["sessionUpdate"] == "tool_call_update" && u["toolCallId"] == "call_w")
+        .unwrap();
+    assert_eq!(denied["status"], "failed");
+    let review = editor
+        .asked
+        .last()
+        .expect("the plan was reviewed in the editor");
+    let names: Vec<&str> = review["options"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|o| o["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        names,
+        [
+            "Approve: Small patch",
+            "Approve: Rewrite",
+            "Reject (stay in plan mode)"
+        ]
+    );
+    assert!(
+        review["toolCall"]["content"][0]["content"]["text"]
+            .as_str()
+            .unwrap()
+            .contains("Rewrite the parser")
+    );
+    let result = tool_result_text(&fx, "call_exit");
+    assert!(
+        result.contains("Rewrite") && result.contains("Add tests"),
+        "{result}"
+    );
+    let mode = editor
+        .updates
+        .iter()
+        .rfind(|u| u["sessionUpdate"] == "current_mode_update")
+        .expect("leaving plan mode is shown");
+    assert_eq!(mode["currentModeId"], "default");
+    editor.close();
+}
+
+/// The text of a tool result as the model received it (OpenAI Chat body).
+fn tool_result_text(fx: &Fixture, call_id: &str) -> String {
+    let last = fx.requests().last().unwrap().body.clone();
+    last["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["role"] == "tool" && m["tool_call_id"] == call_id)
+        .map(|m| m["content"].to_string())
+        .unwrap_or_default()
 }
