@@ -397,9 +397,9 @@ async fn an_unknown_agent_name_or_invalid_agent_file_fails_to_open() {
 /// while the main agent runs concurrently.
 const SUBAGENT: &str = "You are running as a subagent";
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_background_subagent_reports_when_it_finishes_and_starts_a_turn_of_its_own() {
-    let dirs = Dirs::new();
+/// A session whose first answer launches a background subagent that blocks in Bash on a fifo
+/// (returned) until the test writes to it.
+async fn with_blocked_background_subagent(dirs: &Dirs) -> (Session, std::path::PathBuf) {
     let fifo = dirs.file("gate");
     mkfifo(&fifo);
     let launch = serde_json::json!({
@@ -411,12 +411,19 @@ async fn a_background_subagent_reports_when_it_finishes_and_starts_a_turn_of_its
         agent_call("call_bg", &launch.to_string()),
         ScriptTurn::text("Started it; I will tell you when it reports."),
     ];
-    let mut s = Session::start(&dirs, ProviderType::OpenAi, script).await;
+    let s = Session::start(dirs, ProviderType::OpenAi, script).await;
     let gate = serde_json::json!({"command": format!("cat {}", fifo.display())});
     s.server.push_for(
         SUBAGENT,
         ScriptTurn::tool_calls(&[("sub_gate", "Bash", &gate.to_string())]),
     );
+    (s, fifo)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_background_subagent_reports_when_it_finishes_and_starts_a_turn_of_its_own() {
+    let dirs = Dirs::new();
+    let (mut s, fifo) = with_blocked_background_subagent(&dirs).await;
     s.server.push_for(SUBAGENT, ScriptTurn::text(LONG_SUMMARY));
     s.server
         .push(ScriptTurn::text("The subagent has reported."));
@@ -484,23 +491,7 @@ async fn a_background_subagent_reports_when_it_finishes_and_starts_a_turn_of_its
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn stopping_a_background_subagent_cancels_its_turn() {
     let dirs = Dirs::new();
-    let fifo = dirs.file("never");
-    mkfifo(&fifo);
-    let launch = serde_json::json!({
-        "prompt": "Wait forever.",
-        "description": "wait",
-        "run_in_background": true,
-    });
-    let script = vec![
-        agent_call("call_bg", &launch.to_string()),
-        ScriptTurn::text("Started."),
-    ];
-    let mut s = Session::start(&dirs, ProviderType::OpenAi, script).await;
-    let gate = serde_json::json!({"command": format!("cat {}", fifo.display())});
-    s.server.push_for(
-        SUBAGENT,
-        ScriptTurn::tool_calls(&[("sub_gate", "Bash", &gate.to_string())]),
-    );
+    let (mut s, fifo) = with_blocked_background_subagent(&dirs).await;
     s.server.push(ScriptTurn::text("It was stopped."));
     let (reason, error) = s.run("Start the waiter.").await;
     assert_eq!(reason, TurnEndReason::Completed, "{error:?}");
