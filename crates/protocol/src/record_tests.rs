@@ -157,3 +157,33 @@ fn other_record_built_in_code_gets_its_time_last() {
         r#"{"type":"llm.request","model":"k2","time":9}"#
     );
 }
+
+/// The direct decode agrees with the serde tag, in value and in error, for every type.
+#[test]
+fn direct_decode_matches_the_tagged_path() {
+    let bodies = [
+        json!({}),
+        json!({"agentId": "a", "x": 1}),
+        json!({"agentId": 5}),
+        json!({"protocol_version": "1.5", "created_at": 1}),
+        json!({"message": {"role": "user", "content": [{"type": "text", "text": "hi"}]}}),
+        json!({"message": {"role": "user", "content": "hi", "origin": {"kind": "user"}}}),
+        json!({"event": {"type": "step.begin", "uuid": "u", "turnId": 1, "step": 1}}),
+        json!({"count": 1}),
+        json!({"promptId": "p", "promptIds": ["q"], "status": "completed", "z": 1, "a": 2}),
+        json!({"turnId": 1, "reason": "completed"}),
+        json!({"branch": "b", "base": {"branch": "main", "line": 2}}),
+    ];
+    for name in TYPED {
+        for body in &bodies {
+            let Value::Object(mut map) = body.clone() else {
+                continue;
+            };
+            map.insert("type".to_owned(), Value::from(*name));
+            let tagged: Result<RecordPayload, String> =
+                serde_json::from_value(Value::Object(map.clone())).map_err(|e| e.to_string());
+            let direct = decode_payload(name, map).map_err(|e| e.to_string());
+            assert_eq!(direct, tagged, "{name} {body}");
+        }
+    }
+}

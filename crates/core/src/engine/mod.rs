@@ -12,3 +12,4 @@ pub mod repeat;
 pub mod runtime;
 pub mod state;
 pub mod turn;
+mod turn_host;

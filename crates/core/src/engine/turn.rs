@@ -14,21 +14,21 @@ use kimi_llm::{
 };
 use kimi_protocol::ops::{Event, TurnEndReason};
 use kimi_protocol::origin::KnownOrigin;
-use kimi_protocol::{ContentPart, Message, Origin, Role, ToolCall};
-use kimi_tools::{ToolPlan, ToolResult};
+use kimi_protocol::{ContentPart, Message, Origin, Role};
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
 use kimi_context::compaction::service::{AutoCheck, OverflowDecision, Trigger};
 
 use super::compact;
-use super::executor::{BatchEnv, BatchHost, GateDecision, UserAnswer, run_batch};
+use super::executor::{BatchEnv, run_batch};
 use super::hooks::hook_result_text;
 use super::records as rec;
 use super::repeat::RepeatGuard;
 use super::runtime::{Pending, Runtime};
 use super::state::TurnPhase;
-use crate::hooks::{EventResult, HookEventData, PermissionRequestInfo, clip_tool_output};
+use super::turn_host::TurnHost;
+use crate::hooks::{EventResult, HookEventData};
 
 /// How a turn ended.
 #[derive(Debug, Clone, PartialEq)]
@@ -61,7 +61,7 @@ fn finish_reason_text(reason: Option<&FinishReason>) -> String {
     }
 }
 
-fn set_phase(rt: &Runtime, phase: TurnPhase) {
+pub(super) fn set_phase(rt: &Runtime, phase: TurnPhase) {
     let changed = {
         let mut shared = rt.shared();
         match shared.machine.turn_mut() {
@@ -78,226 +78,6 @@ fn set_phase(rt: &Runtime, phase: TurnPhase) {
     // Front ends show where the agent waits (streaming, tools, approval, backoff).
     if changed {
         rt.publish_status();
-    }
-}
-
-/// The engine side of the executor: permissions, approvals, journal and events.
-struct TurnHost<'a> {
-    rt: &'a Runtime,
-    turn_id: u64,
-    step: u32,
-    step_uuid: String,
-    cancel: CancellationToken,
-}
-
-#[async_trait::async_trait]
-impl BatchHost for TurnHost<'_> {
-    fn decide(&self, call: &ToolCall, args: &Value, plan: &ToolPlan) -> GateDecision {
-        let gate = self.rt.config.permissions.decide(call, args, plan);
-        match &self.rt.config.plan {
-            Some(plan_mode) => {
-                let mode = self.rt.config.permissions.mode();
-                plan_mode.guard(&call.name, plan, gate, mode)
-            }
-            None => gate,
-        }
-    }
-
-    fn settle(&self, call: &ToolCall, plan: &ToolPlan, answer: &UserAnswer) -> Option<ToolResult> {
-        let plan_mode = self.rt.config.plan.as_ref()?;
-        (call.name == crate::plan::tools::EXIT_PLAN_MODE)
-            .then(|| crate::plan::tools::settle_review(plan_mode, plan, answer))
-    }
-
-    async fn ask(
-        &self,
-        call: &ToolCall,
-        plan: &ToolPlan,
-        action: &str,
-        policy: &str,
-        danger: Option<&str>,
-    ) -> Option<UserAnswer> {
-        let request_id = rec::new_id("apr_");
-        let (tx, rx) = tokio::sync::oneshot::channel();
-        self.rt.shared().approvals.insert(request_id.clone(), tx);
-        set_phase(
-            self.rt,
-            TurnPhase::AwaitingApproval {
-                step: self.step,
-                request_id: request_id.clone(),
-            },
-        );
-        let request_info = PermissionRequestInfo {
-            id: request_id.clone(),
-            agent_id: self.rt.log().agent_id().to_owned(),
-            turn_id: Value::from(self.turn_id),
-            tool_call_id: call.id.clone(),
-            tool_name: call.name.clone(),
-            action: action.to_owned(),
-            display: serde_json::to_value(&plan.display).unwrap_or(Value::Null),
-            tool_input: call
-                .arguments
-                .as_deref()
-                .and_then(|a| serde_json::from_str(a).ok())
-                .unwrap_or(Value::Null),
-        };
-        if let Some(hooks) = &self.rt.config.hooks {
-            hooks.fire_and_forget(HookEventData::PermissionRequest {
-                request: request_info.clone(),
-            });
-        }
-        self.rt.emit(Event::ApprovalRequested(
-            kimi_protocol::ops::ApprovalRequest {
-                request_id: request_id.clone(),
-                tool_call_id: call.id.clone(),
-                tool_name: call.name.clone(),
-                action: action.to_owned(),
-                summary: plan.display.summary.clone(),
-                detail: plan.display.detail.clone(),
-                diff: plan.display.diff.clone(),
-                danger: danger.map(str::to_owned),
-                policy: policy.to_owned(),
-                options: if call.name == crate::plan::tools::EXIT_PLAN_MODE {
-                    crate::plan::tools::review_options(call.arguments.as_deref())
-                } else {
-                    Vec::new()
-                },
-            },
-        ));
-        let answer = tokio::select! {
-            answer = rx => answer.ok(),
-            () = self.cancel.cancelled() => None,
-        };
-        self.rt.shared().approvals.remove(&request_id);
-        if let Some(hooks) = &self.rt.config.hooks {
-            let (decision, scope, feedback) = match &answer {
-                Some(UserAnswer::Approve | UserAnswer::ApproveOption(_)) => {
-                    ("approved", None, None)
-                }
-                Some(UserAnswer::ApproveForSession) => ("approved", Some("session"), None),
-                Some(UserAnswer::Reject(feedback)) => ("rejected", None, feedback.clone()),
-                None => ("cancelled", None, None),
-            };
-            hooks.fire_and_forget(HookEventData::PermissionResult {
-                request: request_info,
-                decision: decision.to_owned(),
-                scope: scope.map(str::to_owned),
-                feedback,
-                selected_label: match &answer {
-                    Some(UserAnswer::ApproveOption(label)) => Some(label.clone()),
-                    _ => None,
-                },
-                error: None,
-            });
-        }
-        if let Some(answer) = &answer {
-            let (decision, rule) = match answer {
-                UserAnswer::Approve | UserAnswer::ApproveOption(_) => ("approved", None),
-                UserAnswer::ApproveForSession
-                    if call.name == crate::plan::tools::EXIT_PLAN_MODE =>
-                {
-                    ("approved", None)
-                }
-                UserAnswer::ApproveForSession => (
-                    "approved",
-                    self.rt
-                        .config
-                        .permissions
-                        .remember_session_approval(call, plan),
-                ),
-                UserAnswer::Reject(_) => ("rejected", None),
-            };
-            let mut result = serde_json::json!({"decision": decision});
-            if rule.is_some()
-                && let Some(obj) = result.as_object_mut()
-            {
-                obj.insert("scope".into(), Value::from("session"));
-            }
-            self.rt
-                .commit(vec![kimi_protocol::RecordPayload::ApprovalResult(
-                    kimi_protocol::record::ApprovalResult {
-                        agent_id: None,
-                        turn_id: Some(Value::from(self.turn_id)),
-                        tool_call_id: call.id.clone(),
-                        tool_name: call.name.clone(),
-                        action: action.to_owned(),
-                        session_approval_rule: rule,
-                        result,
-                    },
-                )]);
-        }
-        set_phase(
-            self.rt,
-            TurnPhase::Acting {
-                step: self.step,
-                pending: Vec::new(),
-            },
-        );
-        answer
-    }
-
-    async fn pre_tool_use(&self, call: &ToolCall, args: &Value) -> Option<String> {
-        let hooks = self.rt.config.hooks.as_ref()?;
-        let result = hooks
-            .fire(HookEventData::PreToolUse {
-                tool_name: call.name.clone(),
-                tool_input: args.clone(),
-                tool_call_id: call.id.clone(),
-            })
-            .await;
-        for message in result.warnings {
-            self.rt.emit(Event::Warning { message });
-        }
-        result.blocked
-    }
-
-    fn started(&self, call: &ToolCall, args: &Value, _plan: Option<&ToolPlan>) {
-        self.rt.commit(vec![rec::tool_call(
-            &self.step_uuid,
-            self.turn_id,
-            self.step,
-            call,
-            args,
-        )]);
-        self.rt.emit(Event::ToolStarted { call: call.clone() });
-    }
-
-    fn finished(&self, call: &ToolCall, result: &ToolResult) {
-        self.rt.commit(vec![rec::tool_result(
-            &call.id,
-            result.output.clone(),
-            result.is_error,
-            result.note.clone(),
-        )]);
-        self.rt.emit(Event::ToolResult {
-            tool_call_id: call.id.clone(),
-            output: result.output.clone().into_parts(),
-            is_error: result.is_error,
-        });
-        if let Some(hooks) = &self.rt.config.hooks {
-            let tool_input = call
-                .arguments
-                .as_deref()
-                .and_then(|a| serde_json::from_str(a).ok())
-                .unwrap_or(Value::Null);
-            let text = result.text().unwrap_or_default();
-            let data = if result.is_error {
-                HookEventData::PostToolUseFailure {
-                    tool_name: call.name.clone(),
-                    tool_input,
-                    tool_call_id: call.id.clone(),
-                    error: serde_json::json!({"name": "ToolError", "message": text}),
-                }
-            } else {
-                HookEventData::PostToolUse {
-                    tool_name: call.name.clone(),
-                    tool_input,
-                    tool_call_id: call.id.clone(),
-                    tool_output: clip_tool_output(&text),
-                }
-            };
-            hooks.fire_and_forget(data);
-        }
     }
 }
 

@@ -1,0 +1,236 @@
+//! The engine side of the tool executor for one step of a turn: the permission decision (with
+//! the plan guard), approvals asked through the front end, hooks around tool calls, and the
+//! journal and events of each call.
+
+use kimi_protocol::ToolCall;
+use kimi_protocol::ops::Event;
+use kimi_tools::{ToolPlan, ToolResult};
+use serde_json::Value;
+use tokio_util::sync::CancellationToken;
+
+use super::executor::{BatchHost, GateDecision, UserAnswer};
+use super::records as rec;
+use super::runtime::Runtime;
+use super::state::TurnPhase;
+use super::turn::set_phase;
+use crate::hooks::{HookEventData, PermissionRequestInfo, clip_tool_output};
+
+/// The engine side of the executor: permissions, approvals, journal and events.
+pub(super) struct TurnHost<'a> {
+    pub(super) rt: &'a Runtime,
+    pub(super) turn_id: u64,
+    pub(super) step: u32,
+    pub(super) step_uuid: String,
+    pub(super) cancel: CancellationToken,
+}
+
+#[async_trait::async_trait]
+impl BatchHost for TurnHost<'_> {
+    fn decide(&self, call: &ToolCall, args: &Value, plan: &ToolPlan) -> GateDecision {
+        let gate = self.rt.config.permissions.decide(call, args, plan);
+        match &self.rt.config.plan {
+            Some(plan_mode) => {
+                let mode = self.rt.config.permissions.mode();
+                plan_mode.guard(&call.name, plan, gate, mode)
+            }
+            None => gate,
+        }
+    }
+
+    fn settle(&self, call: &ToolCall, plan: &ToolPlan, answer: &UserAnswer) -> Option<ToolResult> {
+        let plan_mode = self.rt.config.plan.as_ref()?;
+        (call.name == crate::plan::tools::EXIT_PLAN_MODE)
+            .then(|| crate::plan::tools::settle_review(plan_mode, plan, answer))
+    }
+
+    async fn ask(
+        &self,
+        call: &ToolCall,
+        plan: &ToolPlan,
+        action: &str,
+        policy: &str,
+        danger: Option<&str>,
+    ) -> Option<UserAnswer> {
+        let request_id = rec::new_id("apr_");
+        let (tx, rx) = tokio::sync::oneshot::channel();
+        self.rt.shared().approvals.insert(request_id.clone(), tx);
+        set_phase(
+            self.rt,
+            TurnPhase::AwaitingApproval {
+                step: self.step,
+                request_id: request_id.clone(),
+            },
+        );
+        let request_info = PermissionRequestInfo {
+            id: request_id.clone(),
+            agent_id: self.rt.log().agent_id().to_owned(),
+            turn_id: Value::from(self.turn_id),
+            tool_call_id: call.id.clone(),
+            tool_name: call.name.clone(),
+            action: action.to_owned(),
+            display: serde_json::to_value(&plan.display).unwrap_or(Value::Null),
+            tool_input: call
+                .arguments
+                .as_deref()
+                .and_then(|a| serde_json::from_str(a).ok())
+                .unwrap_or(Value::Null),
+        };
+        if let Some(hooks) = &self.rt.config.hooks {
+            hooks.fire_and_forget(HookEventData::PermissionRequest {
+                request: request_info.clone(),
+            });
+        }
+        self.rt.emit(Event::ApprovalRequested(
+            kimi_protocol::ops::ApprovalRequest {
+                request_id: request_id.clone(),
+                tool_call_id: call.id.clone(),
+                tool_name: call.name.clone(),
+                action: action.to_owned(),
+                summary: plan.display.summary.clone(),
+                detail: plan.display.detail.clone(),
+                diff: plan.display.diff.clone(),
+                danger: danger.map(str::to_owned),
+                policy: policy.to_owned(),
+                options: if call.name == crate::plan::tools::EXIT_PLAN_MODE {
+                    crate::plan::tools::review_options(call.arguments.as_deref())
+                } else {
+                    Vec::new()
+                },
+            },
+        ));
+        let answer = tokio::select! {
+            answer = rx => answer.ok(),
+            () = self.cancel.cancelled() => None,
+        };
+        self.rt.shared().approvals.remove(&request_id);
+        if let Some(hooks) = &self.rt.config.hooks {
+            let (decision, scope, feedback) = match &answer {
+                Some(UserAnswer::Approve | UserAnswer::ApproveOption(_)) => {
+                    ("approved", None, None)
+                }
+                Some(UserAnswer::ApproveForSession) => ("approved", Some("session"), None),
+                Some(UserAnswer::Reject(feedback)) => ("rejected", None, feedback.clone()),
+                None => ("cancelled", None, None),
+            };
+            hooks.fire_and_forget(HookEventData::PermissionResult {
+                request: request_info,
+                decision: decision.to_owned(),
+                scope: scope.map(str::to_owned),
+                feedback,
+                selected_label: match &answer {
+                    Some(UserAnswer::ApproveOption(label)) => Some(label.clone()),
+                    _ => None,
+                },
+                error: None,
+            });
+        }
+        if let Some(answer) = &answer {
+            let (decision, rule) = match answer {
+                UserAnswer::Approve | UserAnswer::ApproveOption(_) => ("approved", None),
+                UserAnswer::ApproveForSession
+                    if call.name == crate::plan::tools::EXIT_PLAN_MODE =>
+                {
+                    ("approved", None)
+                }
+                UserAnswer::ApproveForSession => (
+                    "approved",
+                    self.rt
+                        .config
+                        .permissions
+                        .remember_session_approval(call, plan),
+                ),
+                UserAnswer::Reject(_) => ("rejected", None),
+            };
+            let mut result = serde_json::json!({"decision": decision});
+            if rule.is_some()
+                && let Some(obj) = result.as_object_mut()
+            {
+                obj.insert("scope".into(), Value::from("session"));
+            }
+            self.rt
+                .commit(vec![kimi_protocol::RecordPayload::ApprovalResult(
+                    kimi_protocol::record::ApprovalResult {
+                        agent_id: None,
+                        turn_id: Some(Value::from(self.turn_id)),
+                        tool_call_id: call.id.clone(),
+                        tool_name: call.name.clone(),
+                        action: action.to_owned(),
+                        session_approval_rule: rule,
+                        result,
+                    },
+                )]);
+        }
+        set_phase(
+            self.rt,
+            TurnPhase::Acting {
+                step: self.step,
+                pending: Vec::new(),
+            },
+        );
+        answer
+    }
+
+    async fn pre_tool_use(&self, call: &ToolCall, args: &Value) -> Option<String> {
+        let hooks = self.rt.config.hooks.as_ref()?;
+        let result = hooks
+            .fire(HookEventData::PreToolUse {
+                tool_name: call.name.clone(),
+                tool_input: args.clone(),
+                tool_call_id: call.id.clone(),
+            })
+            .await;
+        for message in result.warnings {
+            self.rt.emit(Event::Warning { message });
+        }
+        result.blocked
+    }
+
+    fn started(&self, call: &ToolCall, args: &Value, _plan: Option<&ToolPlan>) {
+        self.rt.commit(vec![rec::tool_call(
+            &self.step_uuid,
+            self.turn_id,
+            self.step,
+            call,
+            args,
+        )]);
+        self.rt.emit(Event::ToolStarted { call: call.clone() });
+    }
+
+    fn finished(&self, call: &ToolCall, result: &ToolResult) {
+        self.rt.commit(vec![rec::tool_result(
+            &call.id,
+            result.output.clone(),
+            result.is_error,
+            result.note.clone(),
+        )]);
+        self.rt.emit(Event::ToolResult {
+            tool_call_id: call.id.clone(),
+            output: result.output.clone().into_parts(),
+            is_error: result.is_error,
+        });
+        if let Some(hooks) = &self.rt.config.hooks {
+            let tool_input = call
+                .arguments
+                .as_deref()
+                .and_then(|a| serde_json::from_str(a).ok())
+                .unwrap_or(Value::Null);
+            let text = result.text().unwrap_or_default();
+            let data = if result.is_error {
+                HookEventData::PostToolUseFailure {
+                    tool_name: call.name.clone(),
+                    tool_input,
+                    tool_call_id: call.id.clone(),
+                    error: serde_json::json!({"name": "ToolError", "message": text}),
+                }
+            } else {
+                HookEventData::PostToolUse {
+                    tool_name: call.name.clone(),
+                    tool_input,
+                    tool_call_id: call.id.clone(),
+                    tool_output: clip_tool_output(&text),
+                }
+            };
+            hooks.fire_and_forget(data);
+        }
+    }
+}
