@@ -1,6 +1,7 @@
 //! The kimi-rs engine: sessions, agent/turn/tool state machines, the step gate, the tool
 //! executor, permissions and hooks. Front ends talk to it only through `kimi_protocol::ops`.
 
+pub mod cron;
 pub mod engine;
 pub mod hooks;
 pub mod permission;

@@ -10,6 +10,8 @@ use kimi_llm::{ModelParams, Provider, RetryPolicy};
 use kimi_store::{FsyncPolicy, Home, JournalOptions, MAIN_AGENT, Session, SessionStore};
 use kimi_tools::ToolContext;
 
+use crate::cron::tools::{CronCreateTool, CronDeleteTool, CronListTool};
+use crate::cron::{CronOptions, CronService};
 use crate::engine::agent::{SpawnedAgent, spawn_agent};
 use crate::engine::hooks::EngineHooks;
 use crate::engine::log::BoundProfile;
@@ -129,6 +131,8 @@ pub struct OpenedSession {
     pub warnings: Vec<String>,
     /// The profile the main agent is bound to.
     pub profile: crate::profile::Profile,
+    /// The session's cron jobs and scheduler; `None` when `KIMI_DISABLE_CRON` is set.
+    pub cron: Option<Arc<CronService>>,
 }
 
 /// The executable that can act as the sandbox helper (`kimi-rs __sandbox-exec`). The binary
@@ -348,6 +352,9 @@ pub fn open_session(setup: SessionSetup) -> Result<OpenedSession, SessionError> 
         }
         None => setup.permissions,
     };
+    let cron_options = CronOptions::from_env();
+    let cron =
+        (!cron_options.disabled).then(|| CronService::new(cron_options, restored.cron.clone()));
     let (hooks, hook_warnings) = load_hooks(&setup.home, &setup.cwd, &session.state.id);
     warnings.extend(hook_warnings);
     match sandbox_launcher(&setup.home, &setup.cwd, &setup.additional_dirs) {
@@ -382,7 +389,13 @@ pub fn open_session(setup: SessionSetup) -> Result<OpenedSession, SessionError> 
         max_context_tokens: setup.max_context_tokens,
         max_steps_per_turn: setup.max_steps_per_turn,
         retry: setup.retry,
-        tools: Arc::new(main_registry(&profile, &extension_tools, &subagents, &plan)),
+        tools: Arc::new(main_registry(
+            &profile,
+            &extension_tools,
+            &subagents,
+            &plan,
+            cron.as_ref(),
+        )),
         tool_ctx: Arc::new(ctx),
         permissions,
         hooks: hooks.clone(),
@@ -397,6 +410,10 @@ pub fn open_session(setup: SessionSetup) -> Result<OpenedSession, SessionError> 
     let agent = spawn_agent(config, log, queued);
     subagents.attach(agent.handle.runtime());
     plan.attach(agent.handle.runtime());
+    if let Some(cron) = &cron {
+        cron.attach(agent.handle.runtime());
+        cron.spawn_poll();
+    }
     if bind {
         agent.handle.runtime().commit(vec![profile_bind(
             &profile.name,
@@ -421,6 +438,7 @@ pub fn open_session(setup: SessionSetup) -> Result<OpenedSession, SessionError> 
         agent,
         warnings,
         profile,
+        cron,
     })
 }
 
@@ -473,13 +491,14 @@ fn restored_profile(
     default()
 }
 
-/// The main agent's tools: the built-ins, the front end's, `Agent` and the plan-mode tools, as
-/// its profile allows.
+/// The main agent's tools: the built-ins, the front end's, `Agent`, the plan-mode tools and
+/// (unless disabled) the cron tools, as its profile allows.
 fn main_registry(
     profile: &Profile,
     extension_tools: &[Arc<dyn kimi_tools::Tool>],
     subagents: &Arc<SubagentHost>,
     plan: &Arc<PlanMode>,
+    cron: Option<&Arc<CronService>>,
 ) -> kimi_tools::ToolRegistry {
     let mut all = kimi_tools::builtin::default_registry();
     for tool in extension_tools {
@@ -488,6 +507,11 @@ fn main_registry(
     all.register(Arc::new(AgentTool::new(subagents.clone())));
     all.register(Arc::new(EnterPlanModeTool::new(plan.clone())));
     all.register(Arc::new(ExitPlanModeTool::new(plan.clone())));
+    if let Some(cron) = cron {
+        all.register(Arc::new(CronCreateTool::new(cron.clone())));
+        all.register(Arc::new(CronListTool::new(cron.clone())));
+        all.register(Arc::new(CronDeleteTool::new(cron.clone())));
+    }
     let tools: Vec<Arc<dyn kimi_tools::Tool>> =
         all.names().iter().filter_map(|n| all.get(n)).collect();
     registry_for(profile, &tools)

@@ -8,6 +8,8 @@ mod harness;
 
 #[path = "engine/compaction.rs"]
 mod compaction;
+#[path = "engine/cron.rs"]
+mod cron;
 #[path = "engine/errors.rs"]
 mod errors;
 #[path = "engine/interrupts.rs"]

@@ -48,6 +48,8 @@ pub struct Restored {
     pub approvals: Vec<kimi_protocol::record::ApprovalResult>,
     /// The last `plan.mode` state on the active branch (plan mode survives resume).
     pub plan: Option<PlanSnapshot>,
+    /// Cron jobs alive at the end of the journal (`cron.add` / `cron.delete` / `cron.cursor`).
+    pub cron: Vec<crate::cron::CronJob>,
 }
 
 /// The profile an agent was bound to, as journaled.
@@ -145,6 +147,7 @@ impl AgentLog {
             .collect();
         skipped.extend(read.reported.iter().map(|r| format!("{r:?}")));
         let plan = plan_on_branch(&input);
+        let cron = crate::cron::fold_records(input.all.iter().map(|r| &r.record.payload));
         let mut history = History::new(HistoryConfig::default());
         let report = history.replay(input.into_undoable(), agent_id);
         Ok((
@@ -164,6 +167,7 @@ impl AgentLog {
                 profile,
                 approvals,
                 plan,
+                cron,
             },
         ))
     }

@@ -412,10 +412,15 @@ fn consume_task_notices(rt: &Runtime) {
 fn consume_steers(rt: &Runtime, turn_id: u64) {
     let steers: Vec<Pending> = std::mem::take(&mut rt.shared().steers);
     for steer in steers {
-        let origin = Origin::Known(KnownOrigin::User {
-            skill_activations: None,
-            in_turn: Some(true),
-        });
+        // Cron fires keep their own origin; user steers are marked as joining the turn.
+        let origin = if steer.origin.is_user() {
+            Origin::Known(KnownOrigin::User {
+                skill_activations: None,
+                in_turn: Some(true),
+            })
+        } else {
+            steer.origin.clone()
+        };
         let mut message = Message::new(Role::User, steer.input.clone());
         message.origin = Some(origin.clone());
         message.id = Some(steer.prompt_id.clone());

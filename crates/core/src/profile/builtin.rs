@@ -26,6 +26,9 @@ const AGENT_TOOLS: &[&str] = &[
     "TaskOutput",
     "TaskStop",
     "WaitFor",
+    "CronCreate",
+    "CronList",
+    "CronDelete",
     "ReadMediaFile",
     "TodoList",
     "Skill",
@@ -40,6 +43,9 @@ const AGENT_TOOLS: &[&str] = &[
 
 const CODER_TOOLS: &[&str] = &[
     "Bash",
+    "CronCreate",
+    "CronList",
+    "CronDelete",
     "Edit",
     "Glob",
     "Grep",
@@ -96,6 +102,9 @@ pub const KNOWN_TOOLS: &[&str] = &[
     "FetchURL",
     "AskUserQuestion",
     "Agent",
+    "CronCreate",
+    "CronList",
+    "CronDelete",
 ];
 
 /// Opens the role text of every task profile: who the agent answers to and what it must not do.

@@ -1,0 +1,155 @@
+//! Cron scheduling (surface.md §2.6, §9.3): jobs the model creates with `CronCreate` fire a
+//! prompt into the session on a five-field schedule. Jobs live per session, are journaled as
+//! `cron.add` / `cron.delete` / `cron.cursor` records and restored on resume.
+//!
+//! - [`expr`]: parsing and next-fire computation;
+//! - [`schedule`]: jitter, due/coalescing/stale rules and the `<cron-fire>` envelope (pure);
+//! - [`service`]: the per-session job table, the clock, the 1 s poll and delivery;
+//! - [`tools`]: `CronCreate`, `CronList`, `CronDelete`.
+
+pub mod expr;
+pub mod schedule;
+pub mod service;
+pub mod tools;
+
+use kimi_protocol::RecordPayload;
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+pub use service::{Clock, CronService, ManualClock, SystemClock};
+
+/// At most this many jobs per session.
+pub const MAX_JOBS: usize = 50;
+/// A job's prompt may be at most this many UTF-8 bytes.
+pub const MAX_PROMPT_BYTES: usize = 8 * 1024;
+/// A one-shot must first fire within this long (~350 days) of its creation.
+pub const ONE_SHOT_MAX_AHEAD_MS: i64 = 350 * 24 * 60 * 60 * 1000;
+
+/// A scheduled job, as journaled in `cron.add` (camelCase keys).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct CronJob {
+    pub id: String,
+    pub cron: String,
+    pub prompt: String,
+    /// Unix milliseconds.
+    pub created_at: i64,
+    #[serde(default = "default_true")]
+    pub recurring: bool,
+    /// The ideal time of the last delivered fire (Unix milliseconds).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_fired_at: Option<i64>,
+}
+
+fn default_true() -> bool {
+    true
+}
+
+/// Switches from the environment (`KIMI_DISABLE_CRON`, `KIMI_CRON_NO_JITTER`,
+/// `KIMI_CRON_NO_STALE`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct CronOptions {
+    /// No scheduling at all: the tools are not registered and nothing fires.
+    pub disabled: bool,
+    pub no_jitter: bool,
+    pub no_stale: bool,
+}
+
+impl CronOptions {
+    pub fn from_env() -> CronOptions {
+        CronOptions::from_lookup(|name| std::env::var(name).ok())
+    }
+
+    /// Read the switches through `lookup` (a value of `1`, `true`, `yes` or `on` sets one).
+    pub fn from_lookup(lookup: impl Fn(&str) -> Option<String>) -> CronOptions {
+        let on = |name: &str| {
+            lookup(name).is_some_and(|v| {
+                matches!(
+                    v.trim().to_ascii_lowercase().as_str(),
+                    "1" | "true" | "yes" | "on"
+                )
+            })
+        };
+        CronOptions {
+            disabled: on("KIMI_DISABLE_CRON"),
+            no_jitter: on("KIMI_CRON_NO_JITTER"),
+            no_stale: on("KIMI_CRON_NO_STALE"),
+        }
+    }
+}
+
+const ADD: &str = "cron.add";
+const DELETE: &str = "cron.delete";
+const CURSOR: &str = "cron.cursor";
+
+fn record(kind: &str, fields: Vec<(&str, Value)>) -> RecordPayload {
+    let mut map = Map::new();
+    map.insert("type".into(), Value::from(kind));
+    for (key, value) in fields {
+        map.insert(key.into(), value);
+    }
+    RecordPayload::Other(map)
+}
+
+/// `cron.add`: a new job.
+pub fn add_record(job: &CronJob) -> RecordPayload {
+    let task = serde_json::to_value(job).unwrap_or(Value::Null);
+    record(ADD, vec![("task", task)])
+}
+
+/// `cron.delete`: jobs removed (by the model, after a one-shot fired, or when stale).
+pub fn delete_record(ids: &[String]) -> RecordPayload {
+    record(DELETE, vec![("ids", Value::from(ids.to_vec()))])
+}
+
+/// `cron.cursor`: a recurring job delivered its fires up to `last_fired_at`.
+pub fn cursor_record(id: &str, last_fired_at: i64) -> RecordPayload {
+    record(
+        CURSOR,
+        vec![
+            ("id", Value::from(id)),
+            ("lastFiredAt", Value::from(last_fired_at)),
+        ],
+    )
+}
+
+/// Fold the cron records of a journal into the jobs that exist at its end, in creation order.
+pub fn fold_records<'a>(records: impl IntoIterator<Item = &'a RecordPayload>) -> Vec<CronJob> {
+    let mut jobs: Vec<CronJob> = Vec::new();
+    for payload in records {
+        let RecordPayload::Other(map) = payload else {
+            continue;
+        };
+        match map.get("type").and_then(Value::as_str) {
+            Some(ADD) => {
+                let job = map
+                    .get("task")
+                    .cloned()
+                    .and_then(|t| serde_json::from_value::<CronJob>(t).ok());
+                if let Some(job) = job {
+                    jobs.retain(|j| j.id != job.id);
+                    jobs.push(job);
+                }
+            }
+            Some(DELETE) => {
+                let ids: Vec<&str> = map
+                    .get("ids")
+                    .and_then(Value::as_array)
+                    .map(|a| a.iter().filter_map(Value::as_str).collect())
+                    .unwrap_or_default();
+                jobs.retain(|j| !ids.contains(&j.id.as_str()));
+            }
+            Some(CURSOR) => {
+                let id = map.get("id").and_then(Value::as_str);
+                let at = map.get("lastFiredAt").and_then(Value::as_i64);
+                if let (Some(id), Some(at)) = (id, at)
+                    && let Some(job) = jobs.iter_mut().find(|j| j.id == id)
+                {
+                    job.last_fired_at = Some(at);
+                }
+            }
+            _ => {}
+        }
+    }
+    jobs
+}
