@@ -111,10 +111,43 @@ pub enum Command {
         #[arg(long)]
         no_open: bool,
     },
+    /// Check config.toml, tui.toml, the mcp.json files, skills and agent files without
+    /// changing them: per file "ok", "skipped" or each problem and how to fix it (exit 1 on
+    /// problems).
+    Doctor {
+        #[command(subcommand)]
+        target: Option<DoctorTarget>,
+    },
+    /// Write a ZIP of a session directory (journals, state, tasks, plans, tool results).
+    Export {
+        /// The session to export (default: the newest session of this directory, after a
+        /// confirmation).
+        session_id: Option<String>,
+        /// Where to write the ZIP (a file, or a directory for the default name).
+        #[arg(short = 'o', long = "output")]
+        output: Option<PathBuf>,
+        /// Export the newest session without asking.
+        #[arg(short = 'y', long = "yes")]
+        yes: bool,
+    },
     /// Developer tools.
     Debug {
         #[command(subcommand)]
         command: DebugCommand,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum DoctorTarget {
+    /// Only config.toml (the home's, with the files it points to, or the one at PATH).
+    Config {
+        /// Check this file as config.toml instead of the home's (it must exist).
+        path: Option<PathBuf>,
+    },
+    /// Only tui.toml (the home's, or the one at PATH).
+    Tui {
+        /// Check this file as tui.toml instead of the home's (it must exist).
+        path: Option<PathBuf>,
     },
 }
 
@@ -219,6 +252,38 @@ pub fn main() -> ExitCode {
                 ExitCode::FAILURE
             }
         },
+        Some(Command::Doctor { target }) => {
+            let target = match target {
+                None => crate::doctor::Target::All,
+                Some(DoctorTarget::Config { path }) => crate::doctor::Target::Config(path),
+                Some(DoctorTarget::Tui { path }) => crate::doctor::Target::Tui(path),
+            };
+            match crate::doctor::run(&target) {
+                Ok(code) => ExitCode::from(code),
+                Err(err) => {
+                    eprintln!("kimi-rs: {err:#}");
+                    ExitCode::FAILURE
+                }
+            }
+        }
+        Some(Command::Export {
+            session_id,
+            output,
+            yes,
+        }) => {
+            let request = crate::export::ExportRequest {
+                session_id,
+                output,
+                yes,
+            };
+            match crate::export::run(&request) {
+                Ok(code) => ExitCode::from(code),
+                Err(err) => {
+                    eprintln!("kimi-rs: {err:#}");
+                    ExitCode::FAILURE
+                }
+            }
+        }
         Some(Command::Sandbox { command }) => run_sandboxed(&command),
         Some(Command::SandboxExec { args }) => {
             use kimi_core::permission::sandbox::{exec_sandboxed, parse_helper_args};

@@ -5,6 +5,8 @@ pub mod acp;
 pub mod cli;
 pub mod conformance;
 pub mod demo;
+pub mod doctor;
+pub mod export;
 pub mod extensions;
 pub mod hosted;
 pub mod interactive;
