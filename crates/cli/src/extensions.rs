@@ -17,6 +17,8 @@ pub struct Extensions {
     pub mcp: Option<McpManager>,
     /// Skill files and MCP servers that could not be loaded, for the front end to show.
     pub warnings: Vec<String>,
+    /// Why no MCP server was started at all (an `mcp.json` that cannot be read or parsed).
+    pub mcp_problem: Option<String>,
 }
 
 /// `extra_skill_dirs` of config.toml (a missing or unreadable file means none).
@@ -68,6 +70,7 @@ impl Extensions {
             }
             Ok(config)
         });
+        let mut mcp_problem = None;
         let mcp = match config {
             Ok(config) if config.servers.is_empty() => None,
             Ok(config) => {
@@ -77,6 +80,7 @@ impl Extensions {
             }
             Err(err) => {
                 warnings.push(format!("MCP servers not started: {err}"));
+                mcp_problem = Some(err.to_string());
                 None
             }
         };
@@ -84,6 +88,7 @@ impl Extensions {
             skills: Arc::new(skills),
             mcp,
             warnings,
+            mcp_problem,
         }
     }
 
@@ -100,6 +105,7 @@ impl Extensions {
             skills: Arc::new(skills),
             mcp: None,
             warnings,
+            mcp_problem: None,
         }
     }
 
@@ -125,6 +131,52 @@ impl Extensions {
             session_tools: vec![skill_tool],
             skills_prompt: self.skills.prompt_listing(),
             skill_roots: self.skills.roots(),
+        }
+    }
+
+    /// The skills a user can start with a slash command, for the TUI's completion menu:
+    /// `skill:<name>`, or the bare name for built-in skills and sub-skills (`parent.child`).
+    pub fn skill_commands(&self) -> Vec<kimi_tui::SkillEntry> {
+        self.skills
+            .list()
+            .into_iter()
+            .filter(|s| s.kind().is_user_activatable())
+            .map(|s| kimi_tui::SkillEntry {
+                command: if s.is_sub_skill || s.source == kimi_skills::SkillSource::Builtin {
+                    s.name.clone()
+                } else {
+                    format!("skill:{}", s.name)
+                },
+                description: s.description.clone(),
+            })
+            .collect()
+    }
+
+    /// The `/mcp` panel's data. `config_files` are where servers can be configured.
+    pub fn mcp_status(&self, config_files: Vec<String>) -> kimi_tui::McpStatus {
+        use kimi_mcp::manager::ServerState;
+        use kimi_tui::{McpServerEntry, McpServerState};
+        let servers = self
+            .mcp
+            .as_ref()
+            .map(McpManager::status)
+            .unwrap_or_default()
+            .into_iter()
+            .map(|s| McpServerEntry {
+                name: s.name,
+                transport: s.transport.to_owned(),
+                state: match s.state {
+                    ServerState::Connected => McpServerState::Connected,
+                    ServerState::Failed(reason) => McpServerState::Failed(reason),
+                    ServerState::Disabled => McpServerState::Disabled,
+                },
+                tool_count: s.tool_count,
+            })
+            .collect();
+        kimi_tui::McpStatus {
+            servers,
+            problem: self.mcp_problem.clone(),
+            config_files,
         }
     }
 

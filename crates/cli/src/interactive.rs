@@ -1,7 +1,8 @@
 //! `kimi-rs` with no prompt: the interactive terminal UI on a new (or resumed) session. The
 //! host side lives here: it forwards engine events to the UI and the UI's operations to the
 //! engine, and serves what the UI cannot do alone (listing and switching sessions, exporting,
-//! the clipboard, titles, background tasks, `!` shell commands).
+//! the clipboard, titles, background tasks, `!` shell commands, the skill list for completion,
+//! the `/mcp` panel and startup warnings, which it shows in the transcript).
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -117,6 +118,15 @@ impl Host {
                 .as_ref()
                 .is_some_and(|plan| plan.is_active()),
         }
+    }
+
+    /// Where MCP servers are configured (surface.md §10): the user file, then the project's.
+    fn mcp_config_files(&self) -> Vec<String> {
+        vec![
+            self.home.join("mcp.json").display().to_string(),
+            ".kimi-code/mcp.json".to_owned(),
+            ".mcp.json (at the git root)".to_owned(),
+        ]
     }
 
     /// Sessions to resume, newest first. The open session is left out while it is still
@@ -267,6 +277,7 @@ async fn serve(
                 .list()
                 .into_iter()
                 .map(|t| TaskEntry {
+                    kind: t.kind.clone(),
                     output_tail: tasks.tail_output(&t.id, 4096).0,
                     status: t.status.as_str().to_owned(),
                     description: if t.description.is_empty() {
@@ -291,6 +302,10 @@ async fn serve(
                 }
                 Err(err) => reply(HostUpdate::Error(err.to_string())).await,
             }
+        }
+        HostRequest::McpStatus => {
+            let status = host.extensions.mcp_status(host.mcp_config_files());
+            reply(HostUpdate::Mcp(status)).await;
         }
         HostRequest::Shell {
             command,
@@ -332,12 +347,24 @@ async fn serve(
     Ok(None)
 }
 
-/// Pump events, operations and requests until the UI goes away.
+/// Pump events, operations and requests until the UI goes away. First the UI gets the skill
+/// list and the `warnings` of the startup (shown in its transcript).
 async fn host_loop(
     host: Host,
     mut opened: OpenedSession,
     mut channels: HostChannels,
+    warnings: Vec<String>,
 ) -> OpenedSession {
+    let _ = channels
+        .host_updates
+        .send(HostUpdate::Skills(host.extensions.skill_commands()))
+        .await;
+    for warning in warnings {
+        let _ = channels
+            .host_updates
+            .send(HostUpdate::Warning(warning))
+            .await;
+    }
     loop {
         tokio::select! {
             event = opened.agent.events.recv() => {
@@ -368,6 +395,9 @@ async fn host_loop(
                             transcript: transcript(&opened),
                         };
                         let _ = channels.host_updates.send(update).await;
+                        for warning in &opened.warnings {
+                            let _ = channels.host_updates.send(HostUpdate::Warning(warning.clone())).await;
+                        }
                     }
                     Ok(None) => {}
                     Err(err) => {
@@ -424,13 +454,14 @@ pub fn run(args: &RunArgs) -> anyhow::Result<u8> {
     runtime.block_on(async move {
         let extensions = std::sync::Arc::new(Extensions::load(&home, &cwd, &args.skills_dir).await);
         host.extensions = extensions.clone();
-        for warning in &extensions.warnings {
-            eprintln!("kimi-rs: {warning}");
-        }
         let opened = host.open(resume)?;
-        for warning in &opened.warnings {
-            eprintln!("kimi-rs: {warning}");
-        }
+        // Shown in the transcript, where the user sees them (stderr would scroll away).
+        let warnings: Vec<String> = extensions
+            .warnings
+            .iter()
+            .chain(&opened.warnings)
+            .cloned()
+            .collect();
         let options = RunOptions {
             app: AppOptions::from_config(
                 &tui_config,
@@ -445,7 +476,7 @@ pub fn run(args: &RunArgs) -> anyhow::Result<u8> {
             editor_command: editor,
         };
         let (ui, channels) = SessionChannels::pair(1024);
-        let pump = tokio::spawn(host_loop(host, opened, channels));
+        let pump = tokio::spawn(host_loop(host, opened, channels, warnings));
         let ui_result = kimi_tui::run(options, ui).await;
         let opened = pump
             .await

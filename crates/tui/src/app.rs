@@ -14,7 +14,7 @@ use crate::cells::{Cell, CellKind, NoticeLevel, format_tokens};
 use crate::dialogs::{ApprovalDialog, Dialog, Picker, PickerItem, PickerKind, QuestionDialog};
 use crate::editor::Editor;
 use crate::history::History;
-use crate::host::{HostRequest, HostUpdate, SessionInfo, TaskEntry};
+use crate::host::{HostRequest, HostUpdate, SessionInfo, SkillEntry, TaskEntry};
 use crate::theme::Theme;
 use crate::tool_card::{ToolCard, ToolStatus};
 
@@ -90,6 +90,8 @@ pub struct App {
     pub(crate) status_items: Vec<String>,
     pub(crate) scroll: usize,
     pub(crate) tasks: Vec<TaskEntry>,
+    /// Skills for the `/` completion menu (from the host).
+    pub(crate) skills: Vec<SkillEntry>,
     pub(crate) hint: Option<String>,
     actions: Vec<UiAction>,
     pub(crate) should_exit: bool,
@@ -131,6 +133,7 @@ impl App {
             status_items: opts.status_items,
             scroll: 0,
             tasks: Vec::new(),
+            skills: Vec::new(),
             hint: None,
             actions: Vec::new(),
             should_exit: false,
@@ -544,15 +547,7 @@ impl App {
                 if let Some(Dialog::Picker(p)) = &mut self.dialog
                     && p.kind == PickerKind::Task
                 {
-                    p.items = tasks
-                        .iter()
-                        .map(|t| PickerItem {
-                            label: t.description.clone(),
-                            detail: t.status.clone(),
-                            value: t.id.clone(),
-                            this_dir: true,
-                        })
-                        .collect();
+                    p.items = tasks.iter().map(task_item).collect();
                     p.empty_text = "no background tasks".to_owned();
                 }
                 self.tasks = tasks;
@@ -581,6 +576,9 @@ impl App {
                 is_error,
             }),
             HostUpdate::Files(files) => self.files = Some(files),
+            HostUpdate::Skills(skills) => self.skills = skills,
+            HostUpdate::Mcp(status) => self.push(CellKind::Mcp(status)),
+            HostUpdate::Warning(text) => self.notice(NoticeLevel::Warning, text),
         }
     }
 
@@ -623,6 +621,10 @@ impl App {
                 } => {
                     out.push_str(&format!("```\n$ {command}\n{}\n```\n\n", output.trim_end()));
                 }
+                CellKind::Mcp(status) => {
+                    let text = crate::extensions::mcp_text(status);
+                    out.push_str(&format!("```\n{text}\n```\n\n"));
+                }
             }
         }
         out
@@ -633,6 +635,20 @@ impl App {
             .iter()
             .rev()
             .find_map(|c| c.answer().map(str::to_owned))
+    }
+}
+
+/// A task browser row: what the task does, and its kind and state (`agent · running`).
+pub(crate) fn task_item(t: &TaskEntry) -> PickerItem {
+    PickerItem {
+        label: t.description.clone(),
+        detail: if t.kind.is_empty() {
+            t.status.clone()
+        } else {
+            format!("{} · {}", t.kind, t.status)
+        },
+        value: t.id.clone(),
+        this_dir: true,
     }
 }
 

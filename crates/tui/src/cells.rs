@@ -47,6 +47,8 @@ pub enum CellKind {
         output: String,
         is_error: bool,
     },
+    /// The `/mcp` status panel.
+    Mcp(crate::host::McpStatus),
 }
 
 /// Inputs that change how every cell looks.
@@ -110,7 +112,8 @@ impl Cell {
             | CellKind::Thinking { .. }
             | CellKind::Notice { .. }
             | CellKind::Compacting
-            | CellKind::Shell { .. } => None,
+            | CellKind::Shell { .. }
+            | CellKind::Mcp(_) => None,
         }
     }
 
@@ -124,7 +127,8 @@ impl Cell {
             | CellKind::Thinking { .. }
             | CellKind::Notice { .. }
             | CellKind::Compacting
-            | CellKind::Shell { .. } => None,
+            | CellKind::Shell { .. }
+            | CellKind::Mcp(_) => None,
         }
     }
 
@@ -143,7 +147,8 @@ impl Cell {
             | CellKind::Tool(_)
             | CellKind::Notice { .. }
             | CellKind::Compacting
-            | CellKind::Shell { .. } => None,
+            | CellKind::Shell { .. }
+            | CellKind::Mcp(_) => None,
         }
     }
 
@@ -157,7 +162,8 @@ impl Cell {
             | CellKind::Tool(_)
             | CellKind::Notice { .. }
             | CellKind::Compacting
-            | CellKind::Shell { .. } => None,
+            | CellKind::Shell { .. }
+            | CellKind::Mcp(_) => None,
         }
     }
 
@@ -171,7 +177,8 @@ impl Cell {
             | CellKind::Tool(_)
             | CellKind::Notice { .. }
             | CellKind::Compacting
-            | CellKind::Shell { .. } => None,
+            | CellKind::Shell { .. }
+            | CellKind::Mcp(_) => None,
         }
     }
 
@@ -184,7 +191,8 @@ impl Cell {
             | CellKind::Tool(_)
             | CellKind::Notice { .. }
             | CellKind::Compacting
-            | CellKind::Shell { .. } => None,
+            | CellKind::Shell { .. }
+            | CellKind::Mcp(_) => None,
         }
     }
 
@@ -196,7 +204,10 @@ impl Cell {
             }
             CellKind::Tool(card) => card.is_running(),
             CellKind::Compacting => true,
-            CellKind::User { .. } | CellKind::Notice { .. } | CellKind::Shell { .. } => false,
+            CellKind::User { .. }
+            | CellKind::Notice { .. }
+            | CellKind::Shell { .. }
+            | CellKind::Mcp(_) => false,
         }
     }
 
@@ -306,6 +317,7 @@ impl Cell {
                 out
             }
             CellKind::Compacting => vec![Line::styled("⟳ Compacting context…", t.accent)],
+            CellKind::Mcp(status) => crate::extensions::mcp_lines(status, ctx),
             CellKind::Shell {
                 command,
                 output,

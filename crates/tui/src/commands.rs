@@ -22,6 +22,7 @@ pub enum Command {
     Compact,
     Undo,
     Tasks,
+    Mcp,
     Title,
     Usage,
     Status,
@@ -120,6 +121,7 @@ pub const COMMANDS: &[CommandSpec] = &[
         Always,
         "background task browser",
     ),
+    spec(Command::Mcp, "mcp", &[], Always, "MCP server status"),
     spec(
         Command::Title,
         "title",

@@ -1,6 +1,6 @@
 //! The boundary between the UI and whoever drives it. Protocol `Op`s and `Event`s carry the
 //! agent conversation; `HostRequest` (UI → host) and `HostUpdate` (host → UI) carry what the
-//! engine does not own: sessions, export, clipboard, shell commands, model and task lists.
+//! engine does not own: sessions, export, clipboard, shell commands, model, task, skill and MCP server lists.
 
 use kimi_protocol::message::Message;
 use kimi_protocol::ops::{Event, Op, PermissionMode};
@@ -34,6 +34,8 @@ pub enum HostRequest {
     /// `!command` in shell mode: run it and put its output into the context (answer with
     /// `ShellOutput`). `background` is set by Ctrl-B.
     Shell { command: String, background: bool },
+    /// `/mcp`: the MCP servers of this launch; answer with `Mcp`.
+    McpStatus,
 }
 
 /// One row of the session picker.
@@ -59,9 +61,49 @@ pub struct ModelEntry {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TaskEntry {
     pub id: String,
+    /// `bash`, `agent`, … (the task system's kind).
+    pub kind: String,
     pub description: String,
     pub status: String,
     pub output_tail: String,
+}
+
+/// A skill the user can start with a slash command (completion menu row).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SkillEntry {
+    /// The command without its slash: `skill:<name>`, or `<parent>.<child>` for a sub-skill.
+    pub command: String,
+    pub description: String,
+}
+
+/// How an MCP server is doing.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum McpServerState {
+    Connected,
+    /// Not started; the text says why.
+    Failed(String),
+    /// `enabled: false` in its config.
+    Disabled,
+}
+
+/// One row of the `/mcp` panel.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct McpServerEntry {
+    pub name: String,
+    /// `stdio`, `http` or `sse`.
+    pub transport: String,
+    pub state: McpServerState,
+    pub tool_count: usize,
+}
+
+/// The answer to `/mcp`.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct McpStatus {
+    pub servers: Vec<McpServerEntry>,
+    /// Why no server was started at all (e.g. an invalid `mcp.json`).
+    pub problem: Option<String>,
+    /// Where servers are configured, user file first (shown when there are none).
+    pub config_files: Vec<String>,
 }
 
 /// Facts about the session that the protocol does not carry as events.
@@ -115,6 +157,13 @@ pub enum HostUpdate {
     },
     /// The file index for `@` completion (built off the UI thread).
     Files(Vec<String>),
+    /// Skills for the `/` completion menu (sent once the UI runs; replaces the list).
+    Skills(Vec<SkillEntry>),
+    /// The answer to `HostRequest::McpStatus`.
+    Mcp(McpStatus),
+    /// Something the user should know that is not an error (e.g. a skill file that could not
+    /// be loaded at startup).
+    Warning(String),
 }
 
 /// The UI's ends of the channels to the engine and the host.

@@ -420,21 +420,13 @@ impl App {
                 Ok(_) | Err(_) => self.open_undo(),
             },
             Command::Tasks => {
-                let items = self
-                    .tasks
-                    .iter()
-                    .map(|t| PickerItem {
-                        label: t.description.clone(),
-                        detail: t.status.clone(),
-                        value: t.id.clone(),
-                        this_dir: true,
-                    })
-                    .collect();
+                let items = self.tasks.iter().map(crate::app::task_item).collect();
                 let mut picker = Picker::new(PickerKind::Task, "Background tasks", items);
                 picker.empty_text = "loading tasks…".to_owned();
                 self.open_picker(picker);
                 self.emit(UiAction::Host(HostRequest::ListTasks));
             }
+            Command::Mcp => self.emit(UiAction::Host(HostRequest::McpStatus)),
             Command::Title => self.emit(UiAction::Host(HostRequest::SetTitle { title: arg })),
             Command::Usage => {
                 let u = self.session_usage;
@@ -562,10 +554,12 @@ impl App {
             && !prefix.contains(char::is_whitespace)
             && !self.shell_mode
         {
-            commands::complete(prefix)
+            let mut items: Vec<(String, String)> = commands::complete(prefix)
                 .into_iter()
                 .map(|c| (format!("/{}", c.name), c.description.to_owned()))
-                .collect()
+                .collect();
+            items.extend(crate::extensions::skill_completions(prefix, &self.skills));
+            items
         } else {
             let (_, token) = self.editor.current_token();
             match token.strip_prefix('@') {

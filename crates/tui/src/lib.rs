@@ -20,6 +20,7 @@
 //! Everything else is the pure [`App`] state machine, tested by feeding it events and keys
 //! and rendering it into a `TestBackend`.
 
+pub mod agent_card;
 pub mod app;
 pub mod cells;
 pub mod commands;
@@ -27,6 +28,7 @@ pub mod config;
 pub mod dialogs;
 pub mod editor;
 pub mod error;
+pub mod extensions;
 pub mod files;
 pub mod highlight;
 pub mod history;
@@ -44,8 +46,8 @@ pub use app::{App, AppOptions, UiAction};
 pub use config::TuiConfig;
 pub use error::TuiError;
 pub use host::{
-    HostChannels, HostRequest, HostUpdate, ModelEntry, SessionChannels, SessionEntry, SessionInfo,
-    TaskEntry,
+    HostChannels, HostRequest, HostUpdate, McpServerEntry, McpServerState, McpStatus, ModelEntry,
+    SessionChannels, SessionEntry, SessionInfo, SkillEntry, TaskEntry,
 };
 pub use runtime::{RunOptions, run};
 pub use theme::{Theme, ThemeChoice};

@@ -1,11 +1,13 @@
 //! A tool call as a card: name, the one argument that says what it does, status, elapsed
-//! time, an output preview, and for Write/Edit the change as a diff.
+//! time, an output preview, and for Write/Edit the change as a diff. Subagent calls are drawn
+//! by `agent_card`.
 
 use std::time::Instant;
 
 use ratatui::text::{Line, Span};
 use serde_json::Value;
 
+use crate::agent_card::AgentCall;
 use crate::cells::{RenderCtx, diff_style, format_elapsed, preview};
 use crate::wrap::{truncate, wrap_line};
 
@@ -30,6 +32,8 @@ pub struct ToolCard {
     pub output: String,
     /// Loaded from a resumed session: its timing is unknown, so none is shown.
     pub resumed: bool,
+    /// A subagent call (the `Agent` tool), drawn by [`crate::agent_card`].
+    pub agent: Option<AgentCall>,
 }
 
 /// Arguments that best describe a call, in order of preference.
@@ -61,6 +65,7 @@ impl ToolCard {
             })
             .unwrap_or_default();
         let diff = edit_diff(&name, &args);
+        let agent = AgentCall::parse(&name, &args);
         ToolCard {
             id,
             name,
@@ -71,6 +76,7 @@ impl ToolCard {
             finished: None,
             output: String::new(),
             resumed: false,
+            agent,
         }
     }
 
@@ -89,6 +95,9 @@ impl ToolCard {
     }
 
     pub fn lines(&self, ctx: &RenderCtx<'_>) -> Vec<Line<'static>> {
+        if let Some(call) = &self.agent {
+            return crate::agent_card::lines(self, call, ctx);
+        }
         let t = ctx.theme;
         let (mark, mark_style, word) = match self.status {
             ToolStatus::Running => ("◐ ", t.accent, "running"),

@@ -220,6 +220,7 @@ fn task_browser_lists_host_data_and_stops_tasks() {
     assert_eq!(h.actions(), vec![UiAction::Host(HostRequest::ListTasks)]);
     h.app.handle_host(HostUpdate::Tasks(vec![TaskEntry {
         id: "t1".into(),
+        kind: "bash".into(),
         description: "npm run dev".into(),
         status: "running".into(),
         output_tail: "listening on :3000".into(),
