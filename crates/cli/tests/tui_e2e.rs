@@ -3,8 +3,11 @@
 //! session streams an answer, asks to write a file (manual mode shows the approval panel), writes
 //! it once approved and exits on Ctrl-D with the terminal restored; `kimi-rs -S <id>` then shows
 //! that conversation again (and exits on a double Ctrl-C), and `kimi-rs -S` picks it from the
-//! session picker.
+//! session picker. Another launch shows skills in the `/` menu, an MCP server that failed to
+//! start as a warning, and the `/mcp` panel.
 #![allow(clippy::unwrap_used, clippy::expect_used)] // helpers outside #[test] fns count as tests here
+
+mod common;
 
 use std::fs::File;
 use std::io::{Read, Write};
@@ -25,7 +28,7 @@ const EXEC_ENV: &str = "KIMI_TUI_E2E_EXEC";
 const ROWS: u16 = 30;
 const COLS: u16 = 100;
 /// How long one wait on the screen may take before the test fails with the screen shown.
-const WAIT: Duration = Duration::from_secs(15);
+const WAIT: Duration = Duration::from_secs(20);
 
 const PROMPT: &str = "please write the notes file";
 const STREAM_FIRST: &str = "Sure, writing notes.txt";
@@ -37,6 +40,7 @@ const CONTENT: &str = "hello from the e2e test\n";
 struct Session {
     child: Child,
     parser: vt100::Parser,
+    cols: u16,
     master: File,
     /// The terminal side, kept to read its modes after the child exits.
     slave: File,
@@ -45,6 +49,17 @@ struct Session {
 
 impl Session {
     fn spawn(work: &Path, home: &Path, base_url: &str, args: &[&str]) -> Self {
+        Self::spawn_sized(work, home, base_url, args, ROWS, COLS)
+    }
+
+    fn spawn_sized(
+        work: &Path,
+        home: &Path,
+        base_url: &str,
+        args: &[&str],
+        rows: u16,
+        cols: u16,
+    ) -> Self {
         let master = openpt(OpenptFlags::RDWR | OpenptFlags::NOCTTY).unwrap();
         grantpt(&master).unwrap();
         unlockpt(&master).unwrap();
@@ -57,8 +72,8 @@ impl Session {
         tcsetwinsize(
             &master,
             Winsize {
-                ws_row: ROWS,
-                ws_col: COLS,
+                ws_row: rows,
+                ws_col: cols,
                 ws_xpixel: 0,
                 ws_ypixel: 0,
             },
@@ -105,10 +120,11 @@ impl Session {
         Session {
             child,
             parser: vt100::Parser::new(
-                NonZeroU16::new(ROWS).unwrap(),
-                NonZeroU16::new(COLS).unwrap(),
+                NonZeroU16::new(rows).unwrap(),
+                NonZeroU16::new(cols).unwrap(),
                 1000,
             ),
+            cols,
             master,
             slave,
             output: rx,
@@ -132,13 +148,13 @@ impl Session {
             rows.push(
                 self.parser
                     .screen()
-                    .rows(0, COLS)
+                    .rows(0, self.cols)
                     .next()
                     .unwrap_or_default(),
             );
         }
         self.parser.screen_mut().set_scrollback(0);
-        rows.extend(screen.rows(0, COLS));
+        rows.extend(screen.rows(0, self.cols));
         rows.join("\n")
     }
 
@@ -405,4 +421,64 @@ async fn a_session_streams_asks_writes_exits_and_resumes_in_a_real_terminal() {
     .unwrap();
     // Resuming asked the model nothing.
     assert_eq!(server.requests().len(), 2);
+}
+
+/// Skills and MCP servers in the interactive UI: a skill and two MCP servers in `$KIMI_RS_HOME`
+/// (the fixture server and one that cannot start). The failed server's warning shows in the
+/// transcript, `/` completion offers the skill, and `/mcp` lists both servers.
+#[test]
+fn mcp_panel_skill_completion_and_startup_warnings_in_a_real_terminal() {
+    let work = tempfile::tempdir().unwrap();
+    let home = tempfile::tempdir().unwrap();
+    let config = serde_json::json!({"mcpServers": {
+        "fixture": {"command": common::mcp_fixture()},
+        "gone": {"command": "/nonexistent/mcp-server"},
+    }});
+    std::fs::write(home.path().join("mcp.json"), config.to_string()).unwrap();
+    let skill = home.path().join("skills/review");
+    std::fs::create_dir_all(&skill).unwrap();
+    std::fs::write(
+        skill.join("SKILL.md"),
+        "---\nname: review\ndescription: review the staged change\n---\nReview the change.\n",
+    )
+    .unwrap();
+
+    let mut s = Session::spawn_sized(work.path(), home.path(), "http://127.0.0.1:9", &[], 40, 110);
+    // The server that cannot start is reported in the transcript.
+    let start = s.wait_for("the prompt and the MCP warning", |t| {
+        t.contains("ask anything") && t.contains("⚠") && t.contains("gone")
+    });
+    assert!(!start.contains("MCP servers"), "{start}");
+
+    s.send(b"/rev");
+    s.wait_for("the skill in the completion menu", |t| {
+        t.contains("/skill:review") && t.contains("review the staged change")
+    });
+    s.send(b"\x15\x1b"); // Ctrl-U empties the prompt; Esc closes the menu
+
+    s.send(b"/mcp\r");
+    let panel = s.wait_for("the /mcp panel", |t| {
+        t.contains("MCP servers") && t.contains("tools available")
+    });
+    let row = |name: &str| {
+        panel
+            .lines()
+            .find(|l| l.trim_start().starts_with(name))
+            .unwrap_or_else(|| panic!("no row for {name}:\n{panel}"))
+            .split_whitespace()
+            .collect::<Vec<_>>()
+            .join(" ")
+    };
+    let fixture = row("fixture");
+    assert!(fixture.starts_with("fixture connected stdio "), "{panel}");
+    assert!(
+        fixture.ends_with(" tools") || fixture.ends_with(" tool"),
+        "{panel}"
+    );
+    assert!(row("gone").starts_with("gone failed stdio"), "{panel}");
+    assert!(panel.contains("error:"), "{panel}");
+
+    s.send(b"\x04");
+    let (status, text) = s.wait_exit("Ctrl-D");
+    assert!(status.success(), "kimi-rs failed: {status}\n{text}");
 }
