@@ -151,6 +151,12 @@ mod tests {
         for profile in &profiles {
             let expect = profile.name == DEFAULT_MAIN;
             assert_eq!(profile.allows_tool("Agent"), expect, "{}", profile.name);
+            assert_eq!(
+                profile.allows_tool("AgentSwarm"),
+                expect,
+                "{}",
+                profile.name
+            );
         }
         let explore = profiles.iter().find(|p| p.name == "explore").unwrap();
         assert!(!explore.allows_tool("Write") && !explore.allows_tool("Edit"));

@@ -1,9 +1,11 @@
-//! Subagents (surface.md §8.3): agents a main agent starts with the `Agent` tool. Each has its
-//! own id (`agent-0`, `agent-1`, …), its own journal under the session's `agents/<id>/`, the
-//! prompt and tools of its profile, and the caller's provider, permission policy and hooks.
-//! Its history is its own; it can be resumed by id.
+//! Subagents (surface.md §8.3): agents a main agent starts with the `Agent` and `AgentSwarm`
+//! tools. Each has its own id (`agent-0`, `agent-1`, …), its own journal under the session's
+//! `agents/<id>/`, the prompt and tools of its profile, and the caller's provider, permission
+//! policy and hooks. Its history is its own; it can be resumed by id.
 
+mod ramp;
 mod run;
+mod swarm;
 mod tool;
 
 use std::collections::HashSet;
@@ -19,7 +21,9 @@ use crate::engine::hooks::EngineHooks;
 use crate::engine::runtime::{PermissionPolicy, Runtime};
 use crate::profile::{Profile, ProfileCatalog, PromptEnv};
 
+pub use ramp::MAX_CONCURRENCY_ENV;
 pub use run::{RunOutcome, RunStatus, Target};
+pub use swarm::{AgentSwarmTool, ITEM_PLACEHOLDER, MAX_SWARM_AGENTS, SwarmError};
 pub use tool::AgentTool;
 
 /// Everything a subagent inherits from the session and its caller.

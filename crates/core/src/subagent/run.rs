@@ -189,6 +189,17 @@ impl SubagentHost {
             Target::New(_) => self.new_agent_id(),
             Target::Resume(id) => id.clone(),
         };
+        self.run_as(agent_id, target, prompt, cancel).await
+    }
+
+    /// `run` with the agent id already chosen (a swarm hands out ids in item order).
+    pub(super) async fn run_as(
+        &self,
+        agent_id: String,
+        target: Target,
+        prompt: String,
+        cancel: CancellationToken,
+    ) -> Result<RunOutcome, SubagentError> {
         let journal = self.journal_path(&agent_id);
         if let Target::Resume(_) = &target
             && (agent_id == kimi_store::MAIN_AGENT || !journal.exists())
