@@ -4,11 +4,12 @@
 //! Each ACP session is a kimi-rs session opened through the front end's [`SessionHost`] (which
 //! knows the model, config and permission rules). Prompts become `Op::Submit`; engine events
 //! stream back as `session/update` notifications; approvals the permission chain asks for become
-//! `session/request_permission` calls to the editor; `session/cancel` cancels the turn;
+//! `session/request_permission` calls to the editor, and so do AskUserQuestion's questions; `session/cancel` cancels the turn;
 //! `session/load` replays a stored conversation; modes map to permission modes. Logs go to
 //! stderr only: stdout carries the protocol.
 
 mod convert;
+mod question;
 mod server;
 
 use std::path::Path;

@@ -131,6 +131,9 @@ async fn pump(
     live: Arc<Live>,
     mut events: mpsc::UnboundedReceiver<Event>,
 ) {
+    // The question event does not name its tool call; AskUserQuestion runs alone, so it is
+    // the last one started.
+    let mut asking_call = String::new();
     while let Some(event) = events.recv().await {
         match event {
             Event::TurnStarted { turn_id } => {
@@ -152,7 +155,30 @@ async fn pump(
             Event::ThinkingDelta { text } => {
                 notify(&cx, &session_id, convert::agent_thought(&text));
             }
-            Event::ToolStarted { call } => notify(&cx, &session_id, convert::tool_started(&call)),
+            Event::ToolStarted { call } => {
+                if call.name == "AskUserQuestion" {
+                    asking_call.clone_from(&call.id);
+                }
+                notify(&cx, &session_id, convert::tool_started(&call));
+            }
+            Event::QuestionRequested {
+                request_id,
+                questions,
+            } => {
+                let call = if asking_call.is_empty() {
+                    request_id.clone()
+                } else {
+                    asking_call.clone()
+                };
+                tokio::spawn(crate::question::ask(
+                    cx.clone(),
+                    session_id.clone(),
+                    live.handle.clone(),
+                    call,
+                    request_id,
+                    questions,
+                ));
+            }
             Event::ToolResult {
                 tool_call_id,
                 output,

@@ -521,3 +521,57 @@ fn tool_result_text(fx: &Fixture, call_id: &str) -> String {
         .map(|m| m["content"].to_string())
         .unwrap_or_default()
 }
+
+#[test]
+fn ask_user_question_is_asked_as_a_permission_request_per_question() {
+    let args = r#"{"questions":[{"question":"Which database?","options":[{"label":"SQLite","description":"one file"},{"label":"Postgres"}]}]}"#;
+    let fx = Fixture::new(
+        CORE_FORMATS[0],
+        vec![
+            ScriptTurn::tool_calls(&[("call_q", "AskUserQuestion", args)]),
+            ScriptTurn::text("Postgres it is."),
+            ScriptTurn::tool_calls(&[("call_q2", "AskUserQuestion", args)]),
+            ScriptTurn::text("I will decide myself."),
+        ],
+    );
+    let mut editor = Editor::start(&fx);
+    let session = editor.new_session(&fx);
+    editor.permission = "q0_opt_1";
+    let response = editor.prompt(&session, "set up the database");
+    assert_eq!(response["result"]["stopReason"], "end_turn", "{response}");
+    assert_eq!(editor.asked.len(), 1, "{:#?}", editor.asked);
+    let asked = &editor.asked[0];
+    assert_eq!(asked["toolCall"]["toolCallId"], "call_q");
+    assert_eq!(asked["toolCall"]["title"], "Which database?");
+    let options: Vec<(&str, &str, &str)> = asked["options"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|o| {
+            (
+                o["optionId"].as_str().unwrap(),
+                o["name"].as_str().unwrap(),
+                o["kind"].as_str().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        options,
+        [
+            ("q0_opt_0", "SQLite", "allow_once"),
+            ("q0_opt_1", "Postgres", "allow_once"),
+            ("q0_skip", "Skip", "reject_once"),
+        ]
+    );
+    let result = tool_result_text(&fx, "call_q");
+    assert!(result.contains("A: Postgres"), "{result}");
+
+    // Skip dismisses the question.
+    editor.permission = "q0_skip";
+    let response = editor.prompt(&session, "and the cache?");
+    assert_eq!(response["result"]["stopReason"], "end_turn", "{response}");
+    assert_eq!(editor.asked.len(), 2);
+    let result = tool_result_text(&fx, "call_q2");
+    assert!(result.contains("dismissed"), "{result}");
+    editor.close();
+}

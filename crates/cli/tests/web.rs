@@ -357,3 +357,109 @@ fn a_prompt_streams_over_the_websocket_and_its_approval_is_answered_over_rest() 
     assert_eq!(status["data"]["busy"], false, "{status}");
     assert_eq!(status["data"]["permission"], "manual");
 }
+
+#[test]
+fn questions_are_listed_answered_and_dismissed_over_rest() {
+    let args = r#"{"questions":[{"question":"Which database?","options":[{"label":"SQLite"},{"label":"Postgres"}]},{"question":"Which extras?","options":[{"label":"Cache"},{"label":"Search"}],"multi_select":true}]}"#;
+    let fx = Fixture::new(
+        CORE_FORMATS[0],
+        vec![
+            ScriptTurn::tool_calls(&[("call_q", "AskUserQuestion", args)]),
+            ScriptTurn::text("Noted."),
+            ScriptTurn::tool_calls(&[("call_q2", "AskUserQuestion", args)]),
+            ScriptTurn::text("I will decide."),
+        ],
+    );
+    let server = Server::start(&fx);
+    let created = server.call(
+        "POST",
+        "/api/v1/sessions",
+        json!({"metadata": {"cwd": fx.cwd()}}),
+    );
+    let session = created["data"]["id"].as_str().unwrap().to_owned();
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    rt.block_on(async {
+        let mut socket = connect(&server).await;
+        send(
+            &mut socket,
+            json!({"type": "subscribe", "id": "1", "payload": {"session_ids": [session]}}),
+        )
+        .await;
+        assert_eq!(next(&mut socket).await["type"], "ack");
+        let prompt = |text: &str| {
+            server.call(
+                "POST",
+                &format!("/api/v1/sessions/{session}/prompts"),
+                json!({"content": [{"type": "text", "text": text}]}),
+            )
+        };
+        assert_eq!(prompt("set up the database")["code"], 0);
+        let mut seen = Vec::new();
+        let asked = until(&mut socket, "event.question.requested", &mut seen).await;
+        let qid = asked["payload"]["question_id"].as_str().unwrap().to_owned();
+        assert_eq!(
+            asked["payload"]["questions"][0]["question"],
+            "Which database?"
+        );
+        assert_eq!(asked["payload"]["questions"][1]["id"], "q1");
+
+        let list = format!("/api/v1/sessions/{session}/questions");
+        assert_eq!(server.call("GET", &list, Value::Null)["code"], 40001);
+        let pending = server.call("GET", &format!("{list}?status=pending"), Value::Null);
+        assert_eq!(
+            pending["data"]["items"][0]["question_id"],
+            qid.as_str(),
+            "{pending}"
+        );
+
+        let path = format!("{list}/{qid}");
+        let missing = server.call("POST", &path, json!({}));
+        assert_eq!(missing["code"], 40001, "{missing}");
+        let wrong = server.call(
+            "POST",
+            &path,
+            json!({"answers": {"Which colour?": {"kind": "single", "option_id": "Blue"}}}),
+        );
+        assert_eq!(wrong["code"], 40001, "{wrong}");
+        let unknown = server.call(
+            "POST",
+            &format!("{list}/question_nope"),
+            json!({"answers": {}}),
+        );
+        assert_eq!(unknown["code"], 40404, "{unknown}");
+        let answered = server.call(
+            "POST",
+            &path,
+            json!({"answers": {
+                "q0": {"kind": "single", "option_id": "Postgres"},
+                "q1": {"kind": "multi_with_other", "option_ids": ["Cache"], "other_text": "Tracing"}
+            }, "method": "enter"}),
+        );
+        assert_eq!(answered["code"], 0, "{answered}");
+        let again = server.call(
+            "POST",
+            &path,
+            json!({"answers": {"q0": {"kind": "skipped"}}}),
+        );
+        assert_eq!(again["code"], 40902, "{again}");
+        until(&mut socket, "event.question.answered", &mut seen).await;
+        let ended = until(&mut socket, "turn.ended", &mut seen).await;
+        assert_eq!(ended["payload"]["reason"], "completed", "{ended}");
+        let body = fx.requests().last().unwrap().body.to_string();
+        assert!(body.contains("A: Postgres"), "{body}");
+        assert!(body.contains("A: Cache; Other: Tracing"), "{body}");
+
+        assert_eq!(prompt("and the cache?")["code"], 0);
+        let asked = until(&mut socket, "event.question.requested", &mut seen).await;
+        let qid = asked["payload"]["question_id"].as_str().unwrap().to_owned();
+        let dismissed = server.call("POST", &format!("{list}/{qid}:dismiss"), json!({}));
+        assert_eq!(dismissed["code"], 0, "{dismissed}");
+        until(&mut socket, "event.question.dismissed", &mut seen).await;
+        until(&mut socket, "turn.ended", &mut seen).await;
+        let body = fx.requests().last().unwrap().body.to_string();
+        assert!(body.contains("The user dismissed the questions"), "{body}");
+    });
+}

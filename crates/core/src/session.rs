@@ -381,6 +381,8 @@ pub fn open_session(setup: SessionSetup) -> Result<OpenedSession, SessionError> 
         caller: profile.clone(),
         fsync: setup.fsync,
     });
+    // After the subagent host copied the context: subagents cannot reach the user.
+    ctx.questions = Some(crate::engine::questions::QuestionBroker::host());
     let config = AgentConfig {
         session_id: session.state.id.clone(),
         system_prompt: system_prompt.clone(),
@@ -505,6 +507,7 @@ fn main_registry(
         all.register(tool.clone());
     }
     all.register(Arc::new(AgentTool::new(subagents.clone())));
+    all.register(crate::subagent::AgentSwarmTool::shared(subagents));
     all.register(Arc::new(EnterPlanModeTool::new(plan.clone())));
     all.register(Arc::new(ExitPlanModeTool::new(plan.clone())));
     if let Some(cron) = cron {

@@ -14,7 +14,11 @@ mod cron;
 mod errors;
 #[path = "engine/interrupts.rs"]
 mod interrupts;
+#[path = "engine/questions.rs"]
+mod questions;
 #[path = "engine/subagents.rs"]
 mod subagents;
+#[path = "engine/swarm.rs"]
+mod swarm;
 #[path = "engine/tasks.rs"]
 mod tasks;

@@ -64,6 +64,11 @@ pub enum Op {
         request_id: String,
         decision: ApprovalDecision,
     },
+    /// The user's answer to `Event::QuestionRequested` (read by
+    /// `kimi_tools::builtin::ask::parse_answers`): `{"answers": {"<question text or q<i>>":
+    /// "<label>" | ["<label>", ...] | {"kind": "single"|"multi"|"other"|"multi_with_other"|
+    /// "skipped", ...}}}`; a string matching no label is free "Other" text. `{"dismissed": true}`
+    /// (or no answers at all) dismisses the questions.
     Answer {
         request_id: String,
         answers: Value,

@@ -334,6 +334,10 @@ impl App {
             }
             Event::TurnEnded { reason, error, .. } => {
                 self.busy = false;
+                // The engine stopped waiting for the question when the turn ended.
+                if matches!(self.dialog, Some(Dialog::Question(_))) {
+                    self.dialog = None;
+                }
                 self.finish_streams();
                 for cell in &mut self.cells {
                     if cell.tool().is_some_and(ToolCard::is_running)

@@ -385,7 +385,7 @@ fn question_key(d: &mut QuestionDialog, key: KeyEvent) -> DialogResult {
             KeyCode::Esc => {
                 return DialogResult::Answer {
                     request_id: d.request_id.clone(),
-                    answers: json!({}),
+                    answers: json!({"dismissed": true}),
                 };
             }
             KeyCode::Up => d.selected = d.selected.saturating_sub(1),

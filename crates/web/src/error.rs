@@ -17,6 +17,8 @@ pub mod code {
     pub const SESSION_NOT_FOUND: u32 = 40401;
     pub const MESSAGE_NOT_FOUND: u32 = 40403;
     pub const APPROVAL_NOT_FOUND: u32 = 40404;
+    /// Same code as approvals: the interaction is not pending.
+    pub const QUESTION_NOT_FOUND: u32 = 40404;
     pub const DIRECTORY_NOT_FOUND: u32 = 40409;
     pub const BUSY: u32 = 40901;
     pub const ALREADY_RESOLVED: u32 = 40902;

@@ -13,6 +13,7 @@ mod error;
 mod events;
 mod live;
 mod messages;
+mod questions;
 mod rest;
 mod server;
 mod ws;

@@ -20,6 +20,7 @@ use tokio::task::JoinHandle;
 use crate::SessionHost;
 use crate::error::{ApiError, code};
 use crate::events::{self, EventBuffer, Frame, MAX_EVENT_BUFFER, Resync};
+use crate::questions::PendingQuestion;
 
 /// Frames a subscriber may lag behind the live channel before it must resync.
 const CHANNEL_CAPACITY: usize = MAX_EVENT_BUFFER;
@@ -79,7 +80,10 @@ pub struct State {
     pub turn_active: bool,
     pub last_turn_reason: Option<TurnEndReason>,
     pub pending: Vec<Approval>,
-    resolved: VecDeque<String>,
+    /// AskUserQuestion requests waiting for an answer.
+    pub questions: Vec<PendingQuestion>,
+    /// Approval and question ids already resolved (a second resolution is a 40902).
+    pub(crate) resolved: VecDeque<String>,
     pub context_tokens: u64,
     text_offset: u64,
     thinking_offset: u64,
@@ -129,7 +133,7 @@ impl Live {
         }
     }
 
-    fn publish_locked(
+    pub(crate) fn publish_locked(
         &self,
         state: &mut State,
         kind: &str,
@@ -246,6 +250,18 @@ impl Live {
                         None,
                     );
                 }
+                let dropped: Vec<PendingQuestion> = state.questions.drain(..).collect();
+                for question in dropped {
+                    let id = question.request_id;
+                    remember(&mut state.resolved, &id);
+                    self.publish_locked(
+                        &mut state,
+                        "event.question.dismissed",
+                        json!({"question_id": id, "reason": "cancelled", "resolved_at": events::timestamp()}),
+                        false,
+                        None,
+                    );
+                }
             }
             Event::AssistantDelta { text } => {
                 offset = Some(state.text_offset);
@@ -256,6 +272,21 @@ impl Live {
                 state.thinking_offset += text.chars().count() as u64;
             }
             Event::Usage { context_tokens, .. } => state.context_tokens = *context_tokens,
+            Event::QuestionRequested {
+                request_id,
+                questions,
+            } => {
+                let question = PendingQuestion {
+                    request_id: request_id.clone(),
+                    questions: questions.clone(),
+                    turn_id: state.turn_id,
+                    created_ms: kimi_core::engine::log::now_ms(),
+                };
+                let item = question.item(&self.id);
+                state.questions.push(question);
+                self.publish_locked(&mut state, "event.question.requested", item, false, None);
+                return;
+            }
             Event::ApprovalRequested(request) => {
                 let approval = Approval {
                     request: request.clone(),
@@ -275,7 +306,7 @@ impl Live {
     }
 }
 
-fn remember(resolved: &mut VecDeque<String>, id: &str) {
+pub(crate) fn remember(resolved: &mut VecDeque<String>, id: &str) {
     if resolved.len() == RESOLVED_MEMORY {
         resolved.pop_front();
     }
@@ -396,6 +427,7 @@ impl Registry {
                 turn_active: false,
                 last_turn_reason: None,
                 pending: Vec::new(),
+                questions: Vec::new(),
                 resolved: VecDeque::new(),
                 context_tokens: 0,
                 text_offset: 0,

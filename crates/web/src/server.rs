@@ -18,6 +18,7 @@ use crate::SessionHost;
 use crate::auth;
 use crate::error::{ApiError, REQUEST_ID, code, is_ulid, new_ulid};
 use crate::live::Registry;
+use crate::questions;
 use crate::rest;
 
 /// The reference's default port.
@@ -167,6 +168,11 @@ fn router(app: Arc<App>) -> Router {
         .route(
             "/sessions/{id}/approvals/{aid}",
             post(rest::resolve_approval),
+        )
+        .route("/sessions/{id}/questions", get(questions::list_questions))
+        .route(
+            "/sessions/{id}/questions/{qid}",
+            post(questions::answer_question),
         )
         .route("/ws", get(websocket))
         .fallback(rest::no_endpoint);

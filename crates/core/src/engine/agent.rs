@@ -14,6 +14,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::executor::UserAnswer;
 use super::log::{AgentLog, QueuedPrompt};
+use super::questions::{AnswerRejected, QuestionBroker};
 use super::records as rec;
 use super::runtime::{AgentConfig, Job, Pending, Runtime};
 use super::turn::{TurnResult, run_turn};
@@ -52,6 +53,9 @@ pub struct SpawnedAgent {
 pub fn spawn_agent(config: AgentConfig, log: AgentLog, queued: Vec<QueuedPrompt>) -> SpawnedAgent {
     let (events_tx, events) = mpsc::unbounded_channel();
     let (ops_tx, ops_rx) = mpsc::unbounded_channel();
+    if let Some(questions) = QuestionBroker::of(&config.tool_ctx) {
+        questions.attach(events_tx.clone());
+    }
     let rt = Runtime::new(config, log, events_tx);
     {
         let mut shared = rt.shared();
@@ -115,9 +119,10 @@ async fn dispatch(rt: Arc<Runtime>, mut ops: mpsc::UnboundedReceiver<Op>) {
                 request_id,
                 decision,
             } => approve(&rt, &request_id, decision),
-            Op::Answer { request_id, .. } => rt.emit(Event::Warning {
-                message: format!("no question {request_id} is waiting for an answer"),
-            }),
+            Op::Answer {
+                request_id,
+                answers,
+            } => answer(&rt, &request_id, &answers),
             Op::Undo { count } => {
                 if is_running(&rt) {
                     rt.emit(Event::Error {
@@ -242,6 +247,18 @@ fn approve(rt: &Runtime, request_id: &str, decision: ApprovalDecision) {
         ApprovalDecision::ApproveOption { label } => UserAnswer::ApproveOption(label),
     };
     let _ = tx.send(answer);
+}
+
+fn answer(rt: &Runtime, request_id: &str, answers: &serde_json::Value) {
+    let result = match QuestionBroker::of(&rt.config.tool_ctx) {
+        Some(questions) => questions.answer(request_id, answers),
+        None => Err(AnswerRejected::NotPending(request_id.to_owned())),
+    };
+    if let Err(err) = result {
+        rt.emit(Event::Warning {
+            message: err.to_string(),
+        });
+    }
 }
 
 /// `/plan clear`: empty the plan file; the outcome is reported as a warning or an error.

@@ -7,6 +7,7 @@ pub mod executor;
 pub mod hooks;
 pub mod log;
 pub mod permissions;
+pub mod questions;
 pub mod records;
 pub mod repeat;
 pub mod runtime;

@@ -142,8 +142,12 @@ pub async fn run_turn(rt: &Arc<Runtime>, prompt: Pending, cancel: CancellationTo
         rt.commit(records);
         rt.emit(Event::TurnStarted { turn_id });
         set_phase(rt, TurnPhase::Failed);
-        if let Err(err) = rt.shared().machine.end_turn() {
-            tracing::warn!("{err}");
+        {
+            let mut shared = rt.shared();
+            if let Err(err) = shared.machine.end_turn() {
+                tracing::warn!("{err}");
+            }
+            shared.turn_cancel = None;
         }
         rt.emit(Event::TurnEnded {
             turn_id,
@@ -299,6 +303,9 @@ pub async fn run_turn(rt: &Arc<Runtime>, prompt: Pending, cancel: CancellationTo
         if let Err(err) = shared.machine.end_turn() {
             tracing::warn!("{err}");
         }
+        // The turn is over before front ends hear so: an undo or steer sent on `TurnEnded`
+        // must find the agent idle.
+        shared.turn_cancel = None;
     }
     if let Some(message) = &error {
         rt.emit(Event::Error {

@@ -1,5 +1,7 @@
-//! AskUserQuestion: put 1-4 multiple-choice questions to the user through the front end.
+//! AskUserQuestion: put 1-4 multiple-choice questions to the user through the front end, and
+//! read the front end's answer (see [`parse_answers`] for its JSON shape).
 
+use std::any::Any;
 use std::collections::HashSet;
 
 use async_trait::async_trait;
@@ -44,12 +46,162 @@ pub enum QuestionOutcome {
     Answered(Vec<Answer>),
     /// The user closed the dialog without answering.
     Dismissed,
+    /// The turn was cancelled while the questions were waiting.
+    Interrupted,
+    /// No front end is there to show the questions.
+    Unavailable,
 }
 
-/// The front end's side: show the questions and wait for the user.
+/// The front end's side: show the questions and wait for the user. `Any` lets the engine find
+/// its own host behind the `Arc<dyn QuestionHost>` to route answers to it.
 #[async_trait]
-pub trait QuestionHost: Send + Sync {
+pub trait QuestionHost: Any + Send + Sync {
     async fn ask(&self, questions: Vec<Question>, cancel: CancellationToken) -> QuestionOutcome;
+}
+
+/// Why an answer payload could not be read.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct AnswerError(pub String);
+
+/// Read a front end's answer to `questions`. Accepted shapes:
+///
+/// - `{"dismissed": true}`, `{}` or `{"answers": {}}`: the user closed the dialog;
+/// - `{"answers": {KEY: ANSWER, ...}}` (a bare `{KEY: ANSWER}` map is read the same way), where
+///   KEY is the question text or `q<index>` (0-based), and ANSWER is one of
+///   - `"label"`: that option; text matching no label is a free-form ("Other") answer,
+///   - `["label", ...]`: several options (multi-select); unknown entries become "Other" text,
+///   - `{"kind": "single", "option_id": L}`, `{"kind": "multi", "option_ids": [L, ...]}`,
+///     `{"kind": "other", "text": T}`, `{"kind": "multi_with_other", "option_ids": [...],
+///     "other_text": T}`, `{"kind": "skipped"}` (the web API's form; option ids are labels or
+///     `opt_<index>`).
+///
+/// Questions left out (or skipped) are unanswered; when none is answered the outcome is
+/// [`QuestionOutcome::Dismissed`].
+pub fn parse_answers(
+    questions: &[Question],
+    value: &Value,
+) -> Result<QuestionOutcome, AnswerError> {
+    let Some(obj) = value.as_object() else {
+        return Err(AnswerError(format!(
+            "answers must be a JSON object like {{\"answers\": {{\"<question>\": \"<label>\"}}}}, got {value}"
+        )));
+    };
+    if obj.get("dismissed").and_then(Value::as_bool) == Some(true) {
+        return Ok(QuestionOutcome::Dismissed);
+    }
+    let map = match obj.get("answers") {
+        Some(Value::Object(map)) => map,
+        Some(other) => {
+            return Err(AnswerError(format!(
+                "\"answers\" must map question texts to answers, got {other}"
+            )));
+        }
+        None => obj,
+    };
+    let mut answers = Vec::new();
+    for (key, raw) in map {
+        let found = questions.iter().enumerate().find(|(i, q)| {
+            q.question == *key || q.question.trim() == key.trim() || format!("q{i}") == *key
+        });
+        let Some((_, q)) = found else {
+            let known: Vec<&str> = questions.iter().map(|q| q.question.as_str()).collect();
+            return Err(AnswerError(format!(
+                "no question \"{key}\" was asked; answer one of: {}",
+                known.join(" | ")
+            )));
+        };
+        if let Some(answer) = read_answer(q, raw)? {
+            answers.push(answer);
+        }
+    }
+    if answers.is_empty() {
+        return Ok(QuestionOutcome::Dismissed);
+    }
+    // Keep the order the questions were asked in.
+    answers.sort_by_key(|a| questions.iter().position(|q| q.question == a.question));
+    Ok(QuestionOutcome::Answered(answers))
+}
+
+/// One question's answer; `None` when it was skipped.
+fn read_answer(q: &Question, raw: &Value) -> Result<Option<Answer>, AnswerError> {
+    let mut selected = Vec::new();
+    let mut other: Vec<String> = Vec::new();
+    let mut pick = |id: &str, free: bool| {
+        let by_label = q
+            .options
+            .iter()
+            .find(|o| o.label == id || o.label.trim() == id.trim());
+        let by_index = id
+            .strip_prefix("opt_")
+            .and_then(|n| n.parse::<usize>().ok())
+            .and_then(|n| q.options.get(n));
+        match by_label.or(by_index) {
+            Some(opt) => selected.push(opt.label.clone()),
+            None if free || !id.trim().is_empty() => other.push(id.to_owned()),
+            None => {}
+        }
+    };
+    let bad = || {
+        AnswerError(format!(
+            "cannot read the answer to \"{}\": {raw}; give a label, a list of labels, or {{\"kind\": ...}}",
+            q.question
+        ))
+    };
+    match raw {
+        Value::Null => return Ok(None),
+        Value::String(s) => pick(s, false),
+        Value::Array(items) => {
+            for item in items {
+                pick(item.as_str().ok_or_else(bad)?, false);
+            }
+        }
+        Value::Object(o) => {
+            let strs = |key: &str| -> Result<Vec<String>, AnswerError> {
+                match o.get(key) {
+                    None => Ok(Vec::new()),
+                    Some(Value::Array(items)) => items
+                        .iter()
+                        .map(|v| v.as_str().map(str::to_owned).ok_or_else(bad))
+                        .collect(),
+                    Some(Value::String(s)) => Ok(vec![s.clone()]),
+                    Some(_) => Err(bad()),
+                }
+            };
+            match o.get("kind").and_then(Value::as_str) {
+                Some("skipped") => return Ok(None),
+                Some("single" | "multi" | "other" | "multi_with_other") | None => {
+                    for id in strs("option_id")?.into_iter().chain(strs("option_ids")?) {
+                        pick(&id, false);
+                    }
+                    for text in strs("text")?
+                        .into_iter()
+                        .chain(strs("other_text")?)
+                        .chain(strs("other")?)
+                    {
+                        if !text.trim().is_empty() {
+                            other.push(text);
+                        }
+                    }
+                }
+                Some(kind) => {
+                    return Err(AnswerError(format!(
+                        "unknown answer kind \"{kind}\" for \"{}\": use single, multi, other, multi_with_other or skipped",
+                        q.question
+                    )));
+                }
+            }
+        }
+        _ => return Err(bad()),
+    }
+    if selected.is_empty() && other.is_empty() {
+        return Ok(None);
+    }
+    Ok(Some(Answer {
+        question: q.question.clone(),
+        selected,
+        other: (!other.is_empty()).then(|| other.join("; ")),
+    }))
 }
 
 #[derive(Debug, Deserialize)]
@@ -207,10 +359,16 @@ impl Execution for AskExecution {
     ) -> ToolResult {
         let Some(host) = ctx.questions.clone() else {
             return ToolResult::error(
-                "This client cannot ask the user questions. Continue with your best judgement and state the assumptions you made.",
+                "This client cannot ask the user questions. (Subagents cannot either: the user does not see them.) Do not call AskUserQuestion again; continue with your best judgement and state the assumptions you made.",
             );
         };
         match host.ask(self.questions, cancel).await {
+            QuestionOutcome::Unavailable => ToolResult::error(
+                "This client cannot ask the user questions: no front end is attached to show them. Do not call AskUserQuestion again; continue with your best judgement and state the assumptions you made.",
+            ),
+            QuestionOutcome::Interrupted => ToolResult::error(
+                "The user interrupted the session while the questions were waiting, so they were not answered. This was a deliberate user action, not an error. Do not ask again automatically; wait for the user's next instruction.",
+            ),
             QuestionOutcome::Dismissed => ToolResult::ok(
                 "The user dismissed the questions without answering. Do not ask again right away; continue with your best judgement or ask in plain text.",
             ),

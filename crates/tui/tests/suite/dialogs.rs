@@ -118,6 +118,109 @@ fn ask_user_question_dialog_answers() {
     );
 }
 
+/// The dialog's answers in the engine's format: the questions exactly as the engine's
+/// question broker announces them, and the answer read back with the engine's parser.
+#[test]
+fn question_dialog_answers_parse_in_the_engine_format() {
+    use kimi_tools::builtin::ask::{Answer, Question, QuestionOutcome, parse_answers};
+    let questions: Vec<Question> = serde_json::from_value(json!([
+        {"question": "Which database?", "header": "DB", "options": [{"label": "SQLite", "description": "a file"}, {"label": "Postgres", "description": ""}], "multi_select": false},
+        {"question": "Which extras?", "header": "", "options": [{"label": "Cache", "description": ""}, {"label": "Search", "description": ""}], "multi_select": true}
+    ]))
+    .unwrap();
+    let asked = json!({ "questions": questions });
+    let answer_of = |h: &mut Harness| match h.actions().pop() {
+        Some(UiAction::Op(Op::Answer {
+            request_id,
+            answers,
+        })) => {
+            assert_eq!(request_id, "q7");
+            answers
+        }
+        other => panic!("expected an answer, got {other:?}"),
+    };
+
+    let mut h = Harness::new();
+    h.event(Event::QuestionRequested {
+        request_id: "q7".into(),
+        questions: asked.clone(),
+    });
+    h.key(KeyCode::Down);
+    h.key(KeyCode::Enter);
+    // Multi-select: toggle Cache and Search, submit.
+    h.key(KeyCode::Char(' '));
+    h.key(KeyCode::Down);
+    h.key(KeyCode::Char(' '));
+    h.key(KeyCode::Enter);
+    let answers = answer_of(&mut h);
+    assert_eq!(
+        parse_answers(&questions, &answers).unwrap(),
+        QuestionOutcome::Answered(vec![
+            Answer {
+                question: "Which database?".into(),
+                selected: vec!["Postgres".into()],
+                other: None
+            },
+            Answer {
+                question: "Which extras?".into(),
+                selected: vec!["Cache".into(), "Search".into()],
+                other: None
+            },
+        ])
+    );
+
+    // "Other" (the row after the options) takes free text.
+    let mut h = Harness::new();
+    h.event(Event::QuestionRequested {
+        request_id: "q7".into(),
+        questions: asked.clone(),
+    });
+    h.key(KeyCode::Down);
+    h.key(KeyCode::Down);
+    h.key(KeyCode::Enter);
+    h.type_str("MySQL");
+    h.key(KeyCode::Enter);
+    h.key(KeyCode::Enter);
+    let answers = answer_of(&mut h);
+    let QuestionOutcome::Answered(got) = parse_answers(&questions, &answers).unwrap() else {
+        panic!("answered expected: {answers}")
+    };
+    assert_eq!(got[0].other.as_deref(), Some("MySQL"));
+    assert!(got[0].selected.is_empty());
+
+    // Esc dismisses the whole dialog.
+    let mut h = Harness::new();
+    h.event(Event::QuestionRequested {
+        request_id: "q7".into(),
+        questions: asked.clone(),
+    });
+    h.key(KeyCode::Esc);
+    let answers = answer_of(&mut h);
+    assert_eq!(
+        parse_answers(&questions, &answers).unwrap(),
+        QuestionOutcome::Dismissed
+    );
+
+    // A turn that ends (cancelled) closes a question still on screen.
+    let mut h = Harness::new();
+    h.event(Event::QuestionRequested {
+        request_id: "q7".into(),
+        questions: asked,
+    });
+    h.event(Event::TurnEnded {
+        turn_id: 1,
+        reason: kimi_protocol::ops::TurnEndReason::Cancelled,
+        error: None,
+    });
+    h.key(KeyCode::Enter);
+    assert!(
+        !h.actions()
+            .iter()
+            .any(|a| matches!(a, UiAction::Op(Op::Answer { .. }))),
+        "the dialog closed with the turn"
+    );
+}
+
 fn sessions() -> Vec<SessionEntry> {
     let s = |id: &str, title: &str, this_dir: bool| SessionEntry {
         id: id.into(),
