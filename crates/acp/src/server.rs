@@ -44,6 +44,8 @@ struct Waiters {
 
 struct Live {
     handle: AgentHandle,
+    /// Ends when the agent has stopped (its journal complete); awaited at shutdown.
+    join: Mutex<Option<tokio::task::JoinHandle<Vec<kimi_core::engine::turn::TurnResult>>>>,
     waiters: Mutex<Waiters>,
     /// The mode id the editor was last told.
     mode: Mutex<&'static str>,
@@ -224,6 +226,7 @@ fn start(cx: &ConnectionTo<Client>, sessions: &Sessions, opened: OpenedSession) 
     let live = Arc::new(Live {
         mode: Mutex::new(mode_of(&opened.agent.handle)),
         handle: opened.agent.handle.clone(),
+        join: Mutex::new(Some(opened.agent.join)),
         waiters: Mutex::new(Waiters::default()),
     });
     tokio::spawn(pump(
@@ -232,9 +235,7 @@ fn start(cx: &ConnectionTo<Client>, sessions: &Sessions, opened: OpenedSession) 
         live.clone(),
         opened.agent.events,
     ));
-    // The agent ends when its last handle is dropped or on Shutdown; its join handle is not
-    // needed here.
-    drop(opened.agent.join);
+
     lock(sessions).insert(id, live);
 }
 
@@ -338,19 +339,23 @@ pub async fn serve(
         .on_receive_request(
             async move |request: InitializeRequest, responder, _cx| {
                 responder.respond(
-                    InitializeResponse::new(request.protocol_version)
-                        .agent_capabilities(
-                            AgentCapabilities::new()
-                                .load_session(true)
-                                .mcp_capabilities(McpCapabilities::new().http(true).sse(false))
-                                .prompt_capabilities(
-                                    PromptCapabilities::new()
-                                        .image(true)
-                                        .audio(false)
-                                        .embedded_context(true),
-                                ),
-                        )
-                        .agent_info(Implementation::new("kimi-rs", env!("CARGO_PKG_VERSION"))),
+                    InitializeResponse::new(
+                        request
+                            .protocol_version
+                            .min(agent_client_protocol::schema::ProtocolVersion::LATEST),
+                    )
+                    .agent_capabilities(
+                        AgentCapabilities::new()
+                            .load_session(true)
+                            .mcp_capabilities(McpCapabilities::new().http(true).sse(false))
+                            .prompt_capabilities(
+                                PromptCapabilities::new()
+                                    .image(true)
+                                    .audio(false)
+                                    .embedded_context(true),
+                            ),
+                    )
+                    .agent_info(Implementation::new("kimi-rs", env!("CARGO_PKG_VERSION"))),
                 )
             },
             agent_client_protocol::on_receive_request!(),
@@ -489,9 +494,25 @@ pub async fn serve(
         )
         .connect_to(transport)
         .await;
-    // The editor went away: stop every agent so journals are closed cleanly.
-    for live in lock(&sessions).values() {
+    // The editor went away: stop every agent and wait (bounded) until its journal is closed
+    // and its SessionEnd hooks ran, before the runtime goes away.
+    let all: Vec<Arc<Live>> = lock(&sessions).drain().map(|(_, live)| live).collect();
+    for live in &all {
         live.handle.send(Op::Shutdown);
+    }
+    for live in all {
+        let join = live
+            .join
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .take();
+        if let Some(join) = join
+            && tokio::time::timeout(std::time::Duration::from_secs(10), join)
+                .await
+                .is_err()
+        {
+            tracing::warn!("an agent did not stop within 10 s of the editor closing");
+        }
     }
     result
 }

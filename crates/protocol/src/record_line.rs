@@ -28,10 +28,47 @@ fn leading_type(line: &[u8]) -> Option<&str> {
     std::str::from_utf8(&rest[..end]).ok()
 }
 
+/// Whether decoding can trust the line's skipped values. Fields a payload struct does not
+/// know are skipped without validation, while the general path parses them (and rejects the
+/// line); so lines with what only a full parse would reject take the general path: invalid
+/// UTF-8, surrogate escapes (our writer never escapes non-ASCII), and exponents of three or
+/// more digits (possibly out of range).
+fn values_all_checked(line: &[u8]) -> bool {
+    if std::str::from_utf8(line).is_err() {
+        return false;
+    }
+    let surrogate = line.windows(4).any(|w| {
+        w[0] == b'\\'
+            && (w[1] == b'u')
+            && (w[2] | 0x20) == b'd'
+            && matches!(w[3] | 0x20, b'8'..=b'9' | b'a'..=b'f')
+    });
+    if surrogate {
+        return false;
+    }
+    !(1..line.len()).any(|i| {
+        if !line[i - 1].is_ascii_digit() || (line[i] | 0x20) != b'e' {
+            return false;
+        }
+        let mut j = i + 1;
+        if matches!(line.get(j), Some(b'+' | b'-')) {
+            j += 1;
+        }
+        line[j.min(line.len())..]
+            .iter()
+            .take_while(|b| b.is_ascii_digit())
+            .count()
+            >= 3
+    })
+}
+
 impl Record {
     /// Decode a journal line in this version's shape straight from its bytes; `None` when the
     /// line needs the general path ([`Record::from_value`] on the parsed JSON).
     pub fn from_line(line: &[u8]) -> Option<Record> {
+        if !values_all_checked(line) {
+            return None;
+        }
         let name = leading_type(line)?;
         if !is_typed(name) {
             return serde_json::from_slice::<Value>(line)

@@ -158,3 +158,28 @@ proptest! {
         }
     }
 }
+
+#[test]
+fn lines_with_values_only_a_full_parse_checks_take_the_general_path() {
+    for bytes in [
+        b"{\"type\":\"context.clear\",\"x\":\"\xff\",\"time\":1}".as_slice(),
+        br#"{"type":"context.clear","x":"\ud800","time":1}"#,
+        br#"{"type":"context.clear","x":1e999,"time":1}"#,
+        br#"{"type":"context.clear","x":2E+400,"time":1}"#,
+    ] {
+        assert_eq!(
+            Record::from_line(bytes),
+            None,
+            "{}",
+            String::from_utf8_lossy(bytes)
+        );
+        assert_eq!(general(bytes), None, "the general path rejects it too");
+    }
+    // Ordinary numbers and escapes are still decoded directly.
+    assert!(
+        Record::from_line(
+            br#"{"type":"context.clear","x":1.5e10,"y":"a\nb","time":1}"#
+        )
+        .is_some()
+    );
+}

@@ -89,6 +89,9 @@ pub struct State {
     thinking_offset: u64,
     pub prompt_ids: Vec<String>,
     pub closed: bool,
+    /// Tool calls the main agent started in the current turn: only their approvals end with
+    /// it (a background subagent's requests outlive the main agent's turns).
+    turn_calls: std::collections::HashSet<String>,
 }
 
 /// What a subscriber gets: the frames to replay (or why it must resync) and the live channel,
@@ -228,17 +231,26 @@ impl Live {
         let mut state = self.state();
         let mut offset = None;
         match &event {
+            Event::ToolStarted { call } => {
+                state.turn_calls.insert(call.id.clone());
+            }
             Event::TurnStarted { turn_id } => {
                 state.turn_id = Some(*turn_id);
                 state.turn_active = true;
+                state.turn_calls.clear();
                 state.text_offset = 0;
                 state.thinking_offset = 0;
             }
             Event::TurnEnded { reason, .. } => {
                 state.turn_active = false;
                 state.last_turn_reason = Some(*reason);
-                // The engine dropped whatever it was still asking.
-                let dropped: Vec<Approval> = state.pending.drain(..).collect();
+                // The engine dropped whatever this turn was still asking.
+                let calls = std::mem::take(&mut state.turn_calls);
+                let (dropped, kept): (Vec<Approval>, Vec<Approval>) = state
+                    .pending
+                    .drain(..)
+                    .partition(|a| calls.contains(&a.request.tool_call_id));
+                state.pending = kept;
                 for approval in dropped {
                     let id = approval.request.request_id;
                     remember(&mut state.resolved, &id);
@@ -428,6 +440,7 @@ impl Registry {
                 last_turn_reason: None,
                 pending: Vec::new(),
                 questions: Vec::new(),
+                turn_calls: Default::default(),
                 resolved: VecDeque::new(),
                 context_tokens: 0,
                 text_offset: 0,

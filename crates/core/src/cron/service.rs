@@ -259,16 +259,21 @@ impl CronService {
 
     /// Remove a job, journaling `cron.delete`; `false` when there is no such job.
     pub fn delete(&self, id: &str) -> bool {
-        let removed = {
+        // The ids as stored: replay matches them exactly, whatever case the model typed.
+        let removed: Vec<String> = {
             let mut jobs = self.jobs();
-            let before = jobs.len();
+            let ids = jobs
+                .iter()
+                .filter(|j| j.id.eq_ignore_ascii_case(id))
+                .map(|j| j.id.clone())
+                .collect();
             jobs.retain(|j| !j.id.eq_ignore_ascii_case(id));
-            before != jobs.len()
+            ids
         };
-        if removed {
-            self.commit(vec![delete_record(&[id.to_owned()])]);
+        if !removed.is_empty() {
+            self.commit(vec![delete_record(&removed)]);
         }
-        removed
+        !removed.is_empty()
     }
 
     /// One poll: deliver every due job, advance recurring jobs' cursors, remove one-shots and

@@ -65,6 +65,13 @@ fn add_usage(total: &mut Usage, more: &Usage) {
     total.input_cache_creation += more.input_cache_creation;
 }
 
+/// `agent-<n>`: the only ids a subagent can have. Anything else (the main agent, a path) is
+/// refused before it reaches the file system.
+pub(super) fn is_subagent_id(id: &str) -> bool {
+    id.strip_prefix("agent-")
+        .is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
+}
+
 /// Follows one turn of the subagent to its end.
 struct Follower<'a> {
     host: &'a SubagentHost,
@@ -79,25 +86,42 @@ struct Follower<'a> {
 impl Follower<'_> {
     async fn turn(&mut self, input: String, cancel: &CancellationToken) -> RunStatus {
         self.last_text.clear();
+        if cancel.is_cancelled() {
+            return RunStatus::Cancelled;
+        }
         if !self.handle.send(Op::Submit {
             input: vec![ContentPart::text(input)],
             origin: Some(Origin::user()),
         }) {
             return RunStatus::Failed("the subagent stopped before its task was sent".to_owned());
         }
+        // A cancel before the turn starts would drop the queued prompt without any event, so
+        // it is held back until the turn has started (and then ends it as cancelled).
+        let mut started = false;
+        let mut cancel_wanted = false;
         let mut cancel_sent = false;
         loop {
             let event = tokio::select! {
                 event = self.events.recv() => event,
-                () = cancel.cancelled(), if !cancel_sent => {
-                    cancel_sent = true;
-                    self.handle.send(Op::Cancel { queued: true });
+                () = cancel.cancelled(), if !cancel_wanted => {
+                    cancel_wanted = true;
+                    if started {
+                        cancel_sent = true;
+                        self.handle.send(Op::Cancel { queued: true });
+                    }
                     continue;
                 }
             };
             let Some(event) = event else {
                 return RunStatus::Failed("the subagent stopped unexpectedly".to_owned());
             };
+            if matches!(event, Event::TurnStarted { .. }) {
+                started = true;
+                if cancel_wanted && !cancel_sent {
+                    cancel_sent = true;
+                    self.handle.send(Op::Cancel { queued: true });
+                }
+            }
             match event {
                 Event::Usage { usage, .. } => add_usage(&mut self.usage, &usage),
                 Event::AssistantMessage { message } => {
@@ -202,7 +226,7 @@ impl SubagentHost {
     ) -> Result<RunOutcome, SubagentError> {
         let journal = self.journal_path(&agent_id);
         if let Target::Resume(_) = &target
-            && (agent_id == kimi_store::MAIN_AGENT || !journal.exists())
+            && (!is_subagent_id(&agent_id) || !journal.exists())
         {
             return Err(SubagentError::NoSuchAgent(agent_id));
         }
@@ -310,5 +334,28 @@ impl SubagentHost {
             text: follower.last_text,
             usage: follower.usage,
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::is_subagent_id;
+
+    #[test]
+    fn only_agent_n_ids_can_be_resumed() {
+        for ok in ["agent-0", "agent-17"] {
+            assert!(is_subagent_id(ok), "{ok}");
+        }
+        for bad in [
+            "main",
+            "agent-",
+            "agent-1a",
+            "../../other/agents/main",
+            "/tmp/x",
+            "agent-1/../../main",
+            "",
+        ] {
+            assert!(!is_subagent_id(bad), "{bad}");
+        }
     }
 }

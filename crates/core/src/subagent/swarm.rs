@@ -150,8 +150,7 @@ impl AgentSwarmTool {
                 .map(str::trim)
                 .filter(|p| !p.is_empty())
                 .ok_or_else(|| SwarmError::BadResumePrompt(id.to_owned()))?;
-            if id == kimi_store::MAIN_AGENT || id.is_empty() || !self.host.journal_path(id).exists()
-            {
+            if !super::run::is_subagent_id(id) || !self.host.journal_path(id).exists() {
                 return Err(SwarmError::NoSuchAgent(id.to_owned()));
             }
             members.push(Member {
