@@ -135,7 +135,8 @@ async fn a_scheduled_job_fires_as_a_turn_survives_resume_and_is_deleted() {
             ScriptTurn::tool_calls(&[(
                 "call_delete",
                 "CronDelete",
-                &format!(r#"{{"id":"{id}"}}"#),
+                // Ids match in any case; the journal must still name the stored one.
+                &format!(r#"{{"id":"{}"}}"#, id.to_uppercase()),
             )]),
             ScriptTurn::text("Deleted."),
         ],
@@ -148,7 +149,11 @@ async fn a_scheduled_job_fires_as_a_turn_survives_resume_and_is_deleted() {
     assert_eq!(restored[0].id, id);
     assert!(restored[0].last_fired_at.is_some());
     s.run("Stop checking the build.").await;
-    assert_eq!(last_tool_result(&s), format!("Deleted cron job {id}."));
+    assert!(
+        last_tool_result(&s).eq_ignore_ascii_case(&format!("Deleted cron job {id}.")),
+        "{}",
+        last_tool_result(&s)
+    );
     assert!(cron.is_empty());
     clock.advance(Duration::from_secs(3600));
     assert_eq!(cron.tick(), 0, "a deleted job never fires");
