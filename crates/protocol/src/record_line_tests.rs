@@ -177,9 +177,6 @@ fn lines_with_values_only_a_full_parse_checks_take_the_general_path() {
     }
     // Ordinary numbers and escapes are still decoded directly.
     assert!(
-        Record::from_line(
-            br#"{"type":"context.clear","x":1.5e10,"y":"a\nb","time":1}"#
-        )
-        .is_some()
+        Record::from_line(br#"{"type":"context.clear","x":1.5e10,"y":"a\nb","time":1}"#).is_some()
     );
 }
