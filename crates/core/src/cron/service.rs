@@ -286,6 +286,11 @@ impl CronService {
         let Some(rt) = self.runtime() else {
             return 0;
         };
+        // A stopping agent takes no prompt: leave due jobs as they are so they fire after
+        // resume instead of being journaled as fired.
+        if rt.shared().shutting_down {
+            return 0;
+        }
         let now = self.now_ms();
         let mut due: Vec<(CronJob, Fire)> = Vec::new();
         {
