@@ -11,7 +11,7 @@ use std::io::{BufRead, BufReader, Write};
 use std::process::{Child, ChildStdin, Stdio};
 use std::sync::mpsc::{Receiver, channel};
 
-use common::{CORE_FORMATS, Fixture, WAIT, find_file, mcp_fixture, wait_until};
+use common::{CORE_FORMATS, Fixture, WAIT, find_file, mcp_fixture};
 use kimi_llm::scripted::ScriptTurn;
 use serde_json::{Value, json};
 
@@ -427,6 +427,7 @@ fn plan_mode_guards_writes_and_the_plan_is_reviewed_in_the_editor() {
     let fx = Fixture::new(
         CORE_FORMATS[0],
         vec![
+            ScriptTurn::text("Planning mode noted."),
             ScriptTurn::tool_calls(&[("call_w", "Write", r#"{"path":"src.txt","content":"x"}"#)]),
             ScriptTurn::tool_calls(&[(
                 "call_exit",
@@ -443,17 +444,16 @@ fn plan_mode_guards_writes_and_the_plan_is_reviewed_in_the_editor() {
         json!({"sessionId": session, "modeId": "plan"}),
     );
     assert!(response.get("error").is_none(), "{response}");
-    // The engine journals the plan id; the plan file lives next to the journal.
+    // The engine handles operations in order: once a prompt sent after the mode change has
+    // ended, plan mode (and its plan id) is in the journal. The plan file lives next to it.
+    let response = editor.prompt(&session, "we are planning");
+    assert_eq!(response["result"]["stopReason"], "end_turn", "{response}");
     let journal = find_file(&fx.home.path().join("sessions"), &session, "wire.jsonl").unwrap();
-    let mut plan_id = None;
-    wait_until("plan mode to be journaled", || {
-        plan_id = fx
-            .journal(&session)
-            .iter()
-            .rfind(|r| r["type"] == "plan.mode" && r["active"] == true)
-            .and_then(|r| r["planId"].as_str().map(str::to_owned));
-        plan_id.is_some()
-    });
+    let plan_id = fx
+        .journal(&session)
+        .iter()
+        .rfind(|r| r["type"] == "plan.mode" && r["active"] == true)
+        .and_then(|r| r["planId"].as_str().map(str::to_owned));
     let plan = journal
         .with_file_name("plans")
         .join(format!("{}.md", plan_id.unwrap()));
