@@ -37,29 +37,41 @@ fn values_all_checked(line: &[u8]) -> bool {
     if std::str::from_utf8(line).is_err() {
         return false;
     }
-    let surrogate = line.windows(4).any(|w| {
-        w[0] == b'\\'
-            && (w[1] == b'u')
-            && (w[2] | 0x20) == b'd'
-            && matches!(w[3] | 0x20, b'8'..=b'9' | b'a'..=b'f')
-    });
-    if surrogate {
-        return false;
+    // One pass: only `\` and `e`/`E` need a closer look.
+    let mut i = 0;
+    while i < line.len() {
+        match line[i] {
+            b'\\' => {
+                let escape = &line[i + 1..line.len().min(i + 4)];
+                if escape.len() == 3
+                    && escape[0] == b'u'
+                    && (escape[1] | 0x20) == b'd'
+                    && matches!(escape[2] | 0x20, b'8'..=b'9' | b'a'..=b'f')
+                {
+                    return false;
+                }
+                // Skip the escaped byte so `\\` is not read as the start of another escape.
+                i += 2;
+                continue;
+            }
+            b'e' | b'E' if i > 0 && line[i - 1].is_ascii_digit() => {
+                let mut j = i + 1;
+                if matches!(line.get(j), Some(b'+' | b'-')) {
+                    j += 1;
+                }
+                let digits = line[j.min(line.len())..]
+                    .iter()
+                    .take_while(|b| b.is_ascii_digit())
+                    .count();
+                if digits >= 3 {
+                    return false;
+                }
+            }
+            _ => {}
+        }
+        i += 1;
     }
-    !(1..line.len()).any(|i| {
-        if !line[i - 1].is_ascii_digit() || (line[i] | 0x20) != b'e' {
-            return false;
-        }
-        let mut j = i + 1;
-        if matches!(line.get(j), Some(b'+' | b'-')) {
-            j += 1;
-        }
-        line[j.min(line.len())..]
-            .iter()
-            .take_while(|b| b.is_ascii_digit())
-            .count()
-            >= 3
-    })
+    true
 }
 
 impl Record {
