@@ -17,6 +17,12 @@ pub struct RetryPolicy {
     pub max_delay: Duration,
     /// Upper bound of the random extra, as a fraction of the delay.
     pub jitter_ratio: f64,
+    /// Longest wait for an attempt's first streamed chunk before the attempt fails (retryably):
+    /// `[loop_control] first_token_timeout_s`. Kimi's first tokens can take minutes.
+    pub first_token_timeout: Duration,
+    /// Longest gap between two chunks once the stream has started:
+    /// `[loop_control] stream_idle_timeout_s`.
+    pub stream_idle_timeout: Duration,
 }
 
 impl Default for RetryPolicy {
@@ -26,6 +32,8 @@ impl Default for RetryPolicy {
             base_delay: Duration::from_millis(500),
             max_delay: Duration::from_secs(32),
             jitter_ratio: 0.25,
+            first_token_timeout: Duration::from_secs(300),
+            stream_idle_timeout: Duration::from_secs(120),
         }
     }
 }

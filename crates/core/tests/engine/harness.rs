@@ -72,6 +72,7 @@ impl Options {
                 base_delay: Duration::from_millis(10),
                 max_delay: Duration::from_millis(50),
                 jitter_ratio: 0.0,
+                ..RetryPolicy::default()
             },
             wrap: None,
             agent: AgentChoice::Default,
