@@ -4,6 +4,7 @@
 pub mod cron;
 pub mod engine;
 pub mod hooks;
+pub mod host;
 pub mod permission;
 pub mod plan;
 pub mod profile;

@@ -5,6 +5,7 @@
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use crate::host::{McpStatus, SessionSummary, TaskSummary};
 use crate::message::{ContentPart, Message, ToolCall};
 use crate::origin::Origin;
 
@@ -92,6 +93,54 @@ pub enum Op {
         alias: String,
     },
     Shutdown,
+
+    // ---- Host ops: answered by the session host (`kimi_core::host::SessionHost`), not the
+    // agent loop, with the events of the same block below. A later host feature (goals,
+    // environments, rewind) is one more op here and one more event there.
+    /// List stored sessions: those of this session's directory, or `all` of them. Answered
+    /// with `Event::SessionList`.
+    ListSessions {
+        #[serde(default)]
+        all: bool,
+    },
+    /// Answered with `Event::TaskList`.
+    ListTasks,
+    /// Stop one background task; answered with `Event::TaskStopped` (or `Event::Error`).
+    StopTask {
+        task_id: String,
+    },
+    /// The last `max_bytes` (default 32 KiB) of a task's output; answered with
+    /// `Event::TaskOutput`.
+    TaskOutput {
+        task_id: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        max_bytes: Option<u64>,
+    },
+    /// A `!command` the user runs in the session's directory (not a model tool call);
+    /// answered with `Event::ShellOutput`. `background` answers later without holding up the
+    /// ops sent after it.
+    Shell {
+        command: String,
+        #[serde(default)]
+        background: bool,
+    },
+    /// Answered with `Event::McpStatus`.
+    McpStatus,
+}
+
+impl Op {
+    /// Whether the session host answers this op (rather than the agent loop).
+    pub fn is_host_op(&self) -> bool {
+        matches!(
+            self,
+            Op::ListSessions { .. }
+                | Op::ListTasks
+                | Op::StopTask { .. }
+                | Op::TaskOutput { .. }
+                | Op::Shell { .. }
+                | Op::McpStatus
+        )
+    }
 }
 
 /// Where an agent is waiting right now: the value `snapshot()` returns.
@@ -250,6 +299,29 @@ pub enum Event {
     Warning { message: String },
     #[serde(rename = "error")]
     Error { message: String },
+
+    // ---- Host events: the session host's answers to the host ops above.
+    #[serde(rename = "session.list")]
+    SessionList { sessions: Vec<SessionSummary> },
+    #[serde(rename = "task.list")]
+    TaskList { tasks: Vec<TaskSummary> },
+    #[serde(rename = "task.stopped")]
+    TaskStopped { task_id: String, status: String },
+    #[serde(rename = "task.output")]
+    TaskOutput {
+        task_id: String,
+        output: String,
+        /// The task wrote more than `output` holds.
+        truncated: bool,
+    },
+    #[serde(rename = "shell.output")]
+    ShellOutput {
+        command: String,
+        output: String,
+        is_error: bool,
+    },
+    #[serde(rename = "mcp.status")]
+    McpStatus { status: McpStatus },
 }
 
 #[cfg(test)]
@@ -279,5 +351,40 @@ mod tests {
             serde_json::to_value(&ev).unwrap(),
             json!({"type": "turn.ended", "turn_id": 3, "reason": "completed"})
         );
+    }
+
+    #[test]
+    fn host_ops_and_events_have_stable_json() {
+        let op: Op = serde_json::from_value(json!({"op": "list_sessions"})).unwrap();
+        assert_eq!(op, Op::ListSessions { all: false });
+        assert!(op.is_host_op());
+        let op: Op =
+            serde_json::from_value(json!({"op": "shell", "command": "ls"})).unwrap();
+        assert_eq!(
+            op,
+            Op::Shell {
+                command: "ls".into(),
+                background: false
+            }
+        );
+        assert!(!Op::Cancel { queued: false }.is_host_op());
+        let ev = Event::McpStatus {
+            status: McpStatus {
+                servers: vec![crate::host::McpServerEntry {
+                    name: "docs".into(),
+                    transport: "stdio".into(),
+                    state: crate::host::McpServerState::Failed("no such file".into()),
+                    tool_count: 0,
+                }],
+                problem: None,
+                config_files: vec![],
+            },
+        };
+        assert_eq!(
+            serde_json::to_value(&ev).unwrap(),
+            json!({"type": "mcp.status", "status": {"servers": [{"name": "docs", "transport": "stdio", "state": {"failed": "no such file"}, "tool_count": 0}], "config_files": []}})
+        );
+        let back: Event = serde_json::from_value(serde_json::to_value(&ev).unwrap()).unwrap();
+        assert_eq!(back, ev);
     }
 }

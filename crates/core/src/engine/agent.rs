@@ -159,6 +159,16 @@ async fn dispatch(rt: Arc<Runtime>, mut ops: mpsc::UnboundedReceiver<Op>) {
             Op::SetModel { alias } => rt.emit(Event::Warning {
                 message: format!("switching the model of a running session (to {alias}) is not available in this build yet; restart with -m {alias}"),
             }),
+            op @ (Op::ListSessions { .. }
+            | Op::ListTasks
+            | Op::StopTask { .. }
+            | Op::TaskOutput { .. }
+            | Op::Shell { .. }
+            | Op::McpStatus) => rt.emit(Event::Error {
+                message: format!(
+                    "{op:?} is answered by the session host (kimi_core::host::SessionHost), not by the agent; send it through the host"
+                ),
+            }),
             Op::Shutdown => {
                 let mut shared = rt.shared();
                 shared.shutting_down = true;

@@ -1,0 +1,148 @@
+//! The host ops' answers: each one becomes an event on the asking session's stream (an error
+//! becomes `Event::Error` there too), so every front end reads them like any other event.
+
+use std::path::Path;
+
+use kimi_protocol::host::TaskSummary;
+use kimi_protocol::ops::{Event, Op};
+
+use super::{SessionExtras, SessionHost};
+use crate::engine::agent::AgentHandle;
+
+/// The asking session.
+pub(super) struct Context<'a> {
+    pub host: &'a SessionHost,
+    pub handle: &'a AgentHandle,
+    pub cwd: &'a Path,
+    pub extras: &'a dyn SessionExtras,
+}
+
+/// The task browser shows this much of each task's output.
+const TAIL_BYTES: u64 = 4096;
+/// `Op::TaskOutput` without `max_bytes`.
+const OUTPUT_BYTES: u64 = 32 * 1024;
+
+pub(super) async fn answer(ctx: &Context<'_>, op: Op) {
+    let rt = ctx.handle.runtime();
+    match op {
+        Op::ListSessions { all } => match sessions(ctx, all) {
+            Ok(sessions) => rt.emit(Event::SessionList { sessions }),
+            Err(err) => rt.emit(Event::Error {
+                message: err.to_string(),
+            }),
+        },
+        Op::ListTasks => rt.emit(Event::TaskList { tasks: tasks(ctx) }),
+        Op::StopTask { task_id } => {
+            let tasks = rt.config.tool_ctx.tasks.clone();
+            let rt = rt.clone();
+            // Stopping waits for the process to exit; later ops need not wait for it.
+            tokio::spawn(async move {
+                match tasks.stop(&task_id, "stopped by the user").await {
+                    Ok(info) => rt.emit(Event::TaskStopped {
+                        task_id,
+                        status: info.status.as_str().to_owned(),
+                    }),
+                    Err(err) => rt.emit(Event::Error {
+                        message: err.to_string(),
+                    }),
+                }
+            });
+        }
+        Op::TaskOutput { task_id, max_bytes } => {
+            let tasks = &rt.config.tool_ctx.tasks;
+            match tasks.get(&task_id) {
+                Ok(_) => {
+                    let (output, total) =
+                        tasks.tail_output(&task_id, max_bytes.unwrap_or(OUTPUT_BYTES));
+                    rt.emit(Event::TaskOutput {
+                        truncated: total > output.len() as u64,
+                        task_id,
+                        output,
+                    });
+                }
+                Err(err) => rt.emit(Event::Error {
+                    message: err.to_string(),
+                }),
+            }
+        }
+        Op::Shell {
+            command,
+            background,
+        } => {
+            let rt = rt.clone();
+            let cwd = ctx.cwd.to_owned();
+            let run = async move {
+                let (output, is_error) = shell(&command, &cwd).await;
+                rt.emit(Event::ShellOutput {
+                    command,
+                    output,
+                    is_error,
+                });
+            };
+            if background {
+                tokio::spawn(run);
+            } else {
+                run.await;
+            }
+        }
+        Op::McpStatus => rt.emit(Event::McpStatus {
+            status: ctx.extras.mcp_status(),
+        }),
+        other => rt.emit(Event::Error {
+            message: format!("the session host does not answer {other:?}; send it to the agent"),
+        }),
+    }
+}
+
+/// Sessions to resume, newest first, without archived ones. The asking session is left out
+/// while it is still empty (e.g. the one `-S` without an id starts on): there is nothing in
+/// it to resume.
+fn sessions(
+    ctx: &Context<'_>,
+    all: bool,
+) -> Result<Vec<kimi_protocol::host::SessionSummary>, super::HostError> {
+    let rt = ctx.handle.runtime();
+    let empty = rt.log().history().messages().is_empty();
+    let current = &rt.config.session_id;
+    let mut list = ctx.host.list_sessions(Some(ctx.cwd))?;
+    list.retain(|s| !s.archived && (all || s.this_dir) && !(empty && &s.id == current));
+    Ok(list)
+}
+
+fn tasks(ctx: &Context<'_>) -> Vec<TaskSummary> {
+    let tasks = &ctx.handle.runtime().config.tool_ctx.tasks;
+    tasks
+        .list()
+        .into_iter()
+        .map(|t| TaskSummary {
+            kind: t.kind.clone(),
+            output_tail: tasks.tail_output(&t.id, TAIL_BYTES).0,
+            status: t.status.as_str().to_owned(),
+            description: if t.description.is_empty() {
+                t.command.clone()
+            } else {
+                t.description.clone()
+            },
+            id: t.id,
+        })
+        .collect()
+}
+
+/// Run a `!command` with `sh -c` in `cwd`: its stdout then stderr, and whether it failed.
+async fn shell(command: &str, cwd: &Path) -> (String, bool) {
+    let out = tokio::process::Command::new("sh")
+        .arg("-c")
+        .arg(command)
+        .current_dir(cwd)
+        .stdin(std::process::Stdio::null())
+        .output()
+        .await;
+    match out {
+        Ok(out) => {
+            let mut text = String::from_utf8_lossy(&out.stdout).into_owned();
+            text.push_str(&String::from_utf8_lossy(&out.stderr));
+            (text, !out.status.success())
+        }
+        Err(err) => (format!("cannot run the command: {err}"), true),
+    }
+}

@@ -1,0 +1,255 @@
+//! The one session host every front end uses (design.md principle 4, "Wave-2 shape"): the TUI,
+//! `kimi-rs acp` and `kimi-rs web` open and resume sessions through it, list stored sessions
+//! through it, and send it every operation. Conversation ops go on to the session's agent; the
+//! host ops (session listing, background tasks, `!` shell commands, MCP status — see the host
+//! block of [`kimi_protocol::ops::Op`]) are answered here, as events on the same session's
+//! event stream, so a front end needs nothing beside `Op`/`Event`.
+//!
+//! What only the launch knows (the model, configuration, permission rules, skills, MCP servers)
+//! comes from a [`SessionFactory`] the binary supplies. Adding a host feature (goals,
+//! environments, rewind) means one op and one event in the protocol's host block and one arm in
+//! [`answer`].
+
+mod answer;
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+
+use kimi_protocol::host::{McpStatus, SessionSummary};
+use kimi_protocol::ops::Op;
+use kimi_store::{Home, IndexEntry, SessionStore};
+
+use crate::engine::agent::AgentHandle;
+use crate::session::{OpenedSession, Resume, SessionError, SessionSetup, open_session};
+
+/// What goes wrong in the host; every message says what to do.
+#[derive(Debug, thiserror::Error)]
+pub enum HostError {
+    #[error("the session directory {0} is not an existing absolute path")]
+    BadDirectory(PathBuf),
+    /// The front end could not prepare the session (model, configuration …).
+    #[error("{0}")]
+    Setup(String),
+    #[error(transparent)]
+    Open(#[from] SessionError),
+    #[error("cannot read the session index: {0}")]
+    Index(#[from] kimi_store::StoreError),
+    #[error("session {0} is not open in this host; open or resume it first")]
+    NotOpen(String),
+    /// A prompt the front end's rewriting refused (e.g. a flow skill).
+    #[error("{0}")]
+    Rejected(String),
+    #[error("session {0} has shut down")]
+    Closed(String),
+}
+
+/// What a launch adds to one session beyond its [`SessionSetup`]: skill commands and the MCP
+/// servers' status. Front ends without them use the defaults.
+pub trait SessionExtras: Send + Sync {
+    /// Rewrite a prompt before it reaches the agent (e.g. expand `/skill:name`); an error is
+    /// returned to the front end and nothing is sent.
+    fn prepare(&self, _session_id: &str, op: Op) -> Result<Op, String> {
+        Ok(op)
+    }
+
+    /// Slash commands besides the engine's (skills): name and description.
+    fn commands(&self) -> Vec<(String, String)> {
+        Vec::new()
+    }
+
+    /// The session's MCP servers, for `Op::McpStatus`.
+    fn mcp_status(&self) -> McpStatus {
+        McpStatus::default()
+    }
+}
+
+/// No extras: no skills, no MCP servers.
+pub struct NoExtras;
+
+impl SessionExtras for NoExtras {}
+
+/// The launch's side of opening a session, implemented by the binary.
+#[async_trait::async_trait]
+pub trait SessionFactory: Send + Sync + 'static {
+    /// The setup of a session in `cwd` (model, configuration, permission rules, skills, MCP
+    /// servers) and its extras. `mcp_servers` are servers for this session only (an editor's,
+    /// in `mcp.json` shape), never written anywhere. May block (MCP servers connecting).
+    fn setup(
+        &self,
+        cwd: &Path,
+        resume: &Resume,
+        mcp_servers: Option<&serde_json::Value>,
+    ) -> Result<(SessionSetup, Arc<dyn SessionExtras>), String>;
+
+    /// Problems found while opening `session_id` (invalid hooks, skipped agent files), for a
+    /// front end that shows them outside the session (stderr); they are also in
+    /// [`OpenedSession::warnings`].
+    fn warnings(&self, _session_id: &str, _warnings: &[String]) {}
+
+    /// Stop what the launch started (MCP servers); called by [`SessionHost::shutdown`].
+    async fn shutdown(&self) {}
+}
+
+struct Hosted {
+    handle: AgentHandle,
+    cwd: PathBuf,
+    extras: Arc<dyn SessionExtras>,
+}
+
+/// Opens sessions, routes every op, answers the host ops.
+pub struct SessionHost {
+    home: PathBuf,
+    factory: Arc<dyn SessionFactory>,
+    sessions: Mutex<HashMap<String, Hosted>>,
+}
+
+impl SessionHost {
+    pub fn new(home: PathBuf, factory: Arc<dyn SessionFactory>) -> SessionHost {
+        SessionHost {
+            home,
+            factory,
+            sessions: Mutex::new(HashMap::new()),
+        }
+    }
+
+    /// `KIMI_RS_HOME`: where sessions are stored.
+    pub fn home(&self) -> &Path {
+        &self.home
+    }
+
+    fn sessions(&self) -> MutexGuard<'_, HashMap<String, Hosted>> {
+        self.sessions.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Open a new session in `cwd` (`Resume::New`) or an existing one. The caller owns the
+    /// returned session's events and join handle; ops go through [`SessionHost::send`]. May
+    /// block (MCP servers connecting): call it on a multi-threaded runtime.
+    pub fn open(
+        &self,
+        cwd: &Path,
+        resume: Resume,
+        mcp_servers: Option<&serde_json::Value>,
+    ) -> Result<OpenedSession, HostError> {
+        if !cwd.is_absolute() || !cwd.is_dir() {
+            return Err(HostError::BadDirectory(cwd.to_owned()));
+        }
+        let (setup, extras) = self
+            .factory
+            .setup(cwd, &resume, mcp_servers)
+            .map_err(HostError::Setup)?;
+        let opened = open_session(SessionSetup { resume, ..setup })?;
+        let id = opened.session.state.id.clone();
+        self.factory.warnings(&id, &opened.warnings);
+        self.sessions().insert(
+            id,
+            Hosted {
+                handle: opened.agent.handle.clone(),
+                cwd: cwd.to_owned(),
+                extras,
+            },
+        );
+        Ok(opened)
+    }
+
+    /// Whether `session_id` is open in this host.
+    pub fn is_open(&self, session_id: &str) -> bool {
+        self.sessions().contains_key(session_id)
+    }
+
+    /// The session was shut down by its front end: forget it.
+    pub fn release(&self, session_id: &str) {
+        self.sessions().remove(session_id);
+    }
+
+    /// Rewrite a prompt with the session's extras (skill commands) without sending it.
+    pub fn prepare(&self, session_id: &str, op: Op) -> Result<Op, HostError> {
+        let extras = self.extras(session_id)?;
+        extras.prepare(session_id, op).map_err(HostError::Rejected)
+    }
+
+    /// The session's slash commands besides the engine's (skills).
+    pub fn commands(&self, session_id: &str) -> Vec<(String, String)> {
+        self.extras(session_id)
+            .map(|e| e.commands())
+            .unwrap_or_default()
+    }
+
+    fn extras(&self, session_id: &str) -> Result<Arc<dyn SessionExtras>, HostError> {
+        self.sessions()
+            .get(session_id)
+            .map(|h| h.extras.clone())
+            .ok_or_else(|| HostError::NotOpen(session_id.to_owned()))
+    }
+
+    /// Send `op` to `session_id`. Host ops are answered on the session's event stream (a
+    /// foreground `Op::Shell` before this returns); other ops are prepared (skill commands)
+    /// and handed to the agent.
+    pub async fn send(&self, session_id: &str, op: Op) -> Result<(), HostError> {
+        let (handle, cwd, extras) = {
+            let sessions = self.sessions();
+            let hosted = sessions
+                .get(session_id)
+                .ok_or_else(|| HostError::NotOpen(session_id.to_owned()))?;
+            (
+                hosted.handle.clone(),
+                hosted.cwd.clone(),
+                hosted.extras.clone(),
+            )
+        };
+        if op.is_host_op() {
+            let ctx = answer::Context {
+                host: self,
+                handle: &handle,
+                cwd: &cwd,
+                extras: &*extras,
+            };
+            answer::answer(&ctx, op).await;
+            return Ok(());
+        }
+        let op = extras
+            .prepare(session_id, op)
+            .map_err(HostError::Rejected)?;
+        if handle.send(op) {
+            Ok(())
+        } else {
+            Err(HostError::Closed(session_id.to_owned()))
+        }
+    }
+
+    /// Every stored session (archived ones included), newest first; `this_dir` is set for
+    /// those of `here`.
+    pub fn list_sessions(&self, here: Option<&Path>) -> Result<Vec<SessionSummary>, HostError> {
+        let here = here.map(kimi_store::workdir_key);
+        let entries = SessionStore::new(Home::new(&self.home)).index().list()?;
+        Ok(entries
+            .into_iter()
+            .map(|e| summary(e, here.as_deref()))
+            .collect())
+    }
+
+    /// One stored session, from the index.
+    pub fn session(&self, id: &str) -> Result<Option<SessionSummary>, HostError> {
+        Ok(self.list_sessions(None)?.into_iter().find(|s| s.id == id))
+    }
+
+    /// Stop what the launch started (MCP servers). The front end shuts its sessions down
+    /// first (`Op::Shutdown`), so their journals close cleanly.
+    pub async fn shutdown(&self) {
+        self.sessions().clear();
+        self.factory.shutdown().await;
+    }
+}
+
+fn summary(entry: IndexEntry, here: Option<&str>) -> SessionSummary {
+    SessionSummary {
+        this_dir: here == Some(entry.workdir_key.as_str()),
+        id: entry.id,
+        title: entry.title,
+        cwd: entry.cwd,
+        workspace_id: entry.workdir_key,
+        created_at: entry.created_at,
+        updated_at: entry.updated_at,
+        archived: entry.archived,
+    }
+}
