@@ -12,6 +12,8 @@ mod compaction;
 mod cron;
 #[path = "engine/errors.rs"]
 mod errors;
+#[path = "engine/host.rs"]
+mod host;
 #[path = "engine/interrupts.rs"]
 mod interrupts;
 #[path = "engine/questions.rs"]

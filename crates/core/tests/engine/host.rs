@@ -1,0 +1,311 @@
+//! The session host: sessions opened through `kimi_core::host::SessionHost`, and the host ops
+//! (session listing, background tasks, `!` shell commands, MCP status) answered as events on
+//! the session's own stream — the same `Op`/`Event` path every front end uses.
+
+use std::path::Path;
+use std::sync::Arc;
+
+use kimi_core::engine::runtime::ApproveAll;
+use kimi_core::host::{HostError, SessionExtras, SessionFactory, SessionHost};
+use kimi_core::session::{OpenedSession, Resume, SessionSetup};
+use kimi_llm::scripted::ScriptTurn;
+use kimi_llm::{ModelParams, Provider, ProviderType, RetryPolicy};
+use kimi_protocol::ContentPart;
+use kimi_protocol::host::{McpServerEntry, McpServerState, McpStatus};
+use kimi_protocol::ops::{Event, Op, TurnEndReason};
+use kimi_store::FsyncPolicy;
+use kimi_test_support::ScriptServer;
+use pretty_assertions::assert_eq;
+
+use crate::harness::{Dirs, WAIT, provider_for};
+
+struct Factory {
+    home: std::path::PathBuf,
+    provider: Arc<dyn Provider>,
+}
+
+/// Extras with one MCP server that failed to start, as the launch would report it.
+struct Extras;
+
+fn mcp_status() -> McpStatus {
+    McpStatus {
+        servers: vec![McpServerEntry {
+            name: "docs".into(),
+            transport: "stdio".into(),
+            state: McpServerState::Failed("cannot start `docs-server`: not found".into()),
+            tool_count: 0,
+        }],
+        problem: None,
+        config_files: vec!["~/.kimi-rs/mcp.json".into()],
+    }
+}
+
+impl SessionExtras for Extras {
+    fn mcp_status(&self) -> McpStatus {
+        mcp_status()
+    }
+}
+
+impl SessionFactory for Factory {
+    fn setup(
+        &self,
+        cwd: &Path,
+        resume: &Resume,
+        _mcp_servers: Option<&serde_json::Value>,
+    ) -> Result<(SessionSetup, Arc<dyn SessionExtras>), String> {
+        let setup = SessionSetup {
+            home: self.home.clone(),
+            cwd: cwd.to_owned(),
+            resume: resume.clone(),
+            provider: self.provider.clone(),
+            params: ModelParams::default(),
+            max_context_tokens: 0,
+            max_steps_per_turn: None,
+            retry: RetryPolicy::default(),
+            permissions: Arc::new(ApproveAll),
+            permission_chain: None,
+            additional_dirs: Vec::new(),
+            tool_env: std::env::vars().collect(),
+            fsync: FsyncPolicy::Never,
+            extensions: Default::default(),
+            agent: Default::default(),
+        };
+        Ok((setup, Arc::new(Extras)))
+    }
+}
+
+async fn next(opened: &mut OpenedSession, pred: impl Fn(&Event) -> bool) -> Event {
+    loop {
+        let event = tokio::time::timeout(WAIT, opened.agent.events.recv())
+            .await
+            .expect("an event in time")
+            .expect("the event stream is open");
+        if pred(&event) {
+            return event;
+        }
+    }
+}
+
+async fn run(host: &SessionHost, opened: &mut OpenedSession, prompt: &str) {
+    let id = opened.session.state.id.clone();
+    host.send(
+        &id,
+        Op::Submit {
+            input: vec![ContentPart::text(prompt)],
+            origin: None,
+        },
+    )
+    .await
+    .unwrap();
+    let ended = next(opened, |e| matches!(e, Event::TurnEnded { .. })).await;
+    assert!(
+        matches!(
+            ended,
+            Event::TurnEnded {
+                reason: TurnEndReason::Completed,
+                ..
+            }
+        ),
+        "{ended:?}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_host_answers_session_listing_tasks_shell_and_mcp_status_as_events() {
+    let dirs = Dirs::new();
+    let other = tempfile::tempdir().unwrap();
+    let other_cwd = std::fs::canonicalize(other.path()).unwrap();
+    let server = ScriptServer::start(vec![
+        ScriptTurn::text("hello back"),
+        ScriptTurn::text("elsewhere"),
+        ScriptTurn::tool_calls(&[(
+            "call_bg",
+            "Bash",
+            r#"{"command":"echo task-started; sleep 60","run_in_background":true,"description":"long job"}"#,
+        )]),
+        ScriptTurn::text("started it"),
+    ])
+    .await
+    .unwrap();
+    let host = SessionHost::new(
+        dirs.home.path().to_owned(),
+        Arc::new(Factory {
+            home: dirs.home.path().to_owned(),
+            provider: provider_for(&server, ProviderType::Kimi),
+        }),
+    );
+
+    // An empty new session is not offered for resuming; once it has a prompt it is.
+    let mut a = host.open(&dirs.cwd(), Resume::New, None).unwrap();
+    let a_id = a.session.state.id.clone();
+    host.send(&a_id, Op::ListSessions { all: true })
+        .await
+        .unwrap();
+    let Event::SessionList { sessions } =
+        next(&mut a, |e| matches!(e, Event::SessionList { .. })).await
+    else {
+        unreachable!()
+    };
+    assert!(sessions.iter().all(|s| s.id != a_id), "{sessions:?}");
+    run(&host, &mut a, "hello").await;
+
+    let mut b = host.open(&other_cwd, Resume::New, None).unwrap();
+    let b_id = b.session.state.id.clone();
+    run(&host, &mut b, "in another directory").await;
+
+    host.send(&a_id, Op::ListSessions { all: false })
+        .await
+        .unwrap();
+    let Event::SessionList { sessions } =
+        next(&mut a, |e| matches!(e, Event::SessionList { .. })).await
+    else {
+        unreachable!()
+    };
+    let ids: Vec<_> = sessions.iter().map(|s| s.id.as_str()).collect();
+    assert_eq!(ids, vec![a_id.as_str()]);
+    assert_eq!(sessions[0].title.as_deref(), Some("hello"));
+    assert!(sessions[0].this_dir);
+    host.send(&a_id, Op::ListSessions { all: true })
+        .await
+        .unwrap();
+    let Event::SessionList { sessions } =
+        next(&mut a, |e| matches!(e, Event::SessionList { .. })).await
+    else {
+        unreachable!()
+    };
+    let rows: Vec<_> = sessions
+        .iter()
+        .map(|s| (s.id.as_str(), s.this_dir))
+        .collect();
+    assert_eq!(rows, vec![(b_id.as_str(), false), (a_id.as_str(), true)]);
+    // The same index, asked directly (the web server's listing).
+    let direct = host.list_sessions(Some(&dirs.cwd())).unwrap();
+    assert_eq!(direct, sessions);
+
+    // Background tasks: listed, their output read, stopped.
+    run(&host, &mut a, "start the long job").await;
+    host.send(&a_id, Op::ListTasks).await.unwrap();
+    let Event::TaskList { tasks } = next(&mut a, |e| matches!(e, Event::TaskList { .. })).await
+    else {
+        unreachable!()
+    };
+    assert_eq!(tasks.len(), 1, "{tasks:?}");
+    assert_eq!(
+        (tasks[0].description.as_str(), tasks[0].status.as_str()),
+        ("long job", "running")
+    );
+    let task_id = tasks[0].id.clone();
+    // The task's process writes its output at its own pace: ask again until it is there.
+    let output = tokio::time::timeout(WAIT, async {
+        loop {
+            host.send(
+                &a_id,
+                Op::TaskOutput {
+                    task_id: task_id.clone(),
+                    max_bytes: None,
+                },
+            )
+            .await
+            .unwrap();
+            let Event::TaskOutput { output, .. } =
+                next(&mut a, |e| matches!(e, Event::TaskOutput { .. })).await
+            else {
+                unreachable!()
+            };
+            if !output.is_empty() {
+                break output;
+            }
+            tokio::task::yield_now().await;
+        }
+    })
+    .await
+    .expect("the task's output within the wait");
+    assert_eq!(output, "task-started\n");
+    host.send(
+        &a_id,
+        Op::StopTask {
+            task_id: task_id.clone(),
+        },
+    )
+    .await
+    .unwrap();
+    let stopped = next(&mut a, |e| matches!(e, Event::TaskStopped { .. })).await;
+    assert_eq!(
+        stopped,
+        Event::TaskStopped {
+            task_id: task_id.clone(),
+            status: "killed".into()
+        }
+    );
+    host.send(&a_id, Op::ListTasks).await.unwrap();
+    let Event::TaskList { tasks } = next(&mut a, |e| matches!(e, Event::TaskList { .. })).await
+    else {
+        unreachable!()
+    };
+    assert_eq!(tasks[0].status, "killed");
+    host.send(
+        &a_id,
+        Op::StopTask {
+            task_id: "no-such-task".into(),
+        },
+    )
+    .await
+    .unwrap();
+    let error = next(&mut a, |e| matches!(e, Event::Error { .. })).await;
+    assert!(
+        matches!(&error, Event::Error { message } if message.contains("no-such-task")),
+        "{error:?}"
+    );
+
+    // `!command`: run in the session's directory, output and failure reported.
+    std::fs::write(dirs.file("marker.txt"), "").unwrap();
+    host.send(
+        &a_id,
+        Op::Shell {
+            command: "ls; echo oops >&2; exit 3".into(),
+            background: false,
+        },
+    )
+    .await
+    .unwrap();
+    let shell = next(&mut a, |e| matches!(e, Event::ShellOutput { .. })).await;
+    assert_eq!(
+        shell,
+        Event::ShellOutput {
+            command: "ls; echo oops >&2; exit 3".into(),
+            output: "marker.txt\noops\n".into(),
+            is_error: true,
+        }
+    );
+
+    host.send(&a_id, Op::McpStatus).await.unwrap();
+    let mcp = next(&mut a, |e| matches!(e, Event::McpStatus { .. })).await;
+    assert_eq!(
+        mcp,
+        Event::McpStatus {
+            status: mcp_status()
+        }
+    );
+
+    // A host op sent to the agent directly is refused, not dropped.
+    assert!(a.agent.handle.send(Op::ListTasks));
+    let refused = next(&mut a, |e| matches!(e, Event::Error { .. })).await;
+    assert!(
+        matches!(&refused, Event::Error { message } if message.contains("session host")),
+        "{refused:?}"
+    );
+    assert!(matches!(
+        host.send("nope", Op::ListTasks).await,
+        Err(HostError::NotOpen(_))
+    ));
+
+    for opened in [a, b] {
+        opened.agent.handle.send(Op::Shutdown);
+        tokio::time::timeout(WAIT, opened.agent.join)
+            .await
+            .unwrap()
+            .unwrap();
+    }
+    host.shutdown().await;
+    crate::harness::assert_paired(&server);
+}
