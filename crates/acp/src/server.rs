@@ -26,7 +26,7 @@ use kimi_protocol::ops::{ApprovalDecision, ApprovalRequest, Event, Op, TurnEndRe
 use tokio::sync::{mpsc, oneshot};
 use tokio_util::compat::{TokioAsyncReadCompatExt, TokioAsyncWriteCompatExt};
 
-use crate::SessionHost;
+use kimi_core::host::SessionHost;
 use crate::convert;
 
 /// How a prompt's turn ended.
@@ -258,7 +258,7 @@ impl Started {
 /// Open a session through the host and start its event pump; a loaded session's stored
 /// conversation is replayed to the editor first.
 fn open(
-    host: &dyn SessionHost,
+    host: &SessionHost,
     cx: &ConnectionTo<Client>,
     sessions: &Sessions,
     cwd: &Path,
@@ -267,8 +267,10 @@ fn open(
 ) -> Result<Started, AcpError> {
     let loading = matches!(resume, Resume::Id(_));
     let opened = host
-        .open(cwd, resume, servers)
-        .map_err(|message| AcpError::internal_error().data(serde_json::Value::from(message)))?;
+        .open(cwd, resume, Some(&servers))
+        .map_err(|err| {
+            AcpError::internal_error().data(serde_json::Value::from(err.to_string()))
+        })?;
     let mode = mode_of(&opened.agent.handle);
     let id = opened.session.state.id.clone();
     if loading {
@@ -317,7 +319,7 @@ fn stop_reason(
 /// Serve ACP over `reader`/`writer` (stdin/stdout for `kimi-rs acp`) until the editor closes
 /// the connection.
 pub async fn serve(
-    host: Arc<dyn SessionHost>,
+    host: Arc<SessionHost>,
     reader: impl tokio::io::AsyncRead + Send + Unpin + 'static,
     writer: impl tokio::io::AsyncWrite + Send + Unpin + 'static,
 ) -> Result<(), AcpError> {
@@ -429,9 +431,10 @@ pub async fn serve(
                     },
                 ) {
                     Ok(op) => op,
-                    Err(message) => {
+                    Err(err) => {
                         return responder.respond_with_error(
-                            AcpError::invalid_params().data(serde_json::Value::from(message)),
+                            AcpError::invalid_params()
+                                .data(serde_json::Value::from(err.to_string())),
                         );
                     }
                 };

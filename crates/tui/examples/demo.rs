@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use kimi_protocol::message::{ContentPart, ToolCall};
 use kimi_protocol::ops::{ApprovalDecision, ApprovalRequest, Event, Op, TurnEndReason};
-use kimi_tui::{AppOptions, HostRequest, HostUpdate, RunOptions, SessionChannels, SessionInfo};
+use kimi_tui::{AppOptions, HostUpdate, RunOptions, SessionChannels, SessionInfo};
 
 const ANSWER: &str = "Sure. Here is the plan:\n\n1. read `src/lib.rs`\n2. change the **limit**\n\n```rust\nconst LIMIT: usize = 20;\n```\n";
 
@@ -90,6 +90,13 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
                         })
                         .await;
                 }
+                Op::ListSessions { .. } => {
+                    let _ = events
+                        .send(Event::SessionList {
+                            sessions: Vec::new(),
+                        })
+                        .await;
+                }
                 other => {
                     let _ = events
                         .send(Event::Warning {
@@ -106,9 +113,6 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
             let _ = updates
                 .send(HostUpdate::Notice(format!("host would handle {req:?}")))
                 .await;
-            if let HostRequest::ListSessions { .. } = req {
-                let _ = updates.send(HostUpdate::Sessions(Vec::new())).await;
-            }
         }
     });
     let info = SessionInfo {

@@ -17,6 +17,7 @@ use crate::history::History;
 use crate::host::{HostRequest, HostUpdate, SessionInfo, SkillEntry, TaskEntry};
 use crate::theme::Theme;
 use crate::tool_card::{ToolCard, ToolStatus};
+use kimi_protocol::host::SessionSummary;
 
 /// What the app wants done outside itself.
 #[derive(Debug, Clone, PartialEq)]
@@ -496,6 +497,66 @@ impl App {
             Event::Status { status } => self.status = status,
             Event::Warning { message } => self.notice(NoticeLevel::Warning, message),
             Event::Error { message } => self.notice(NoticeLevel::Error, message),
+            Event::SessionList { sessions } => self.session_list(sessions),
+            Event::TaskList { tasks } => {
+                if let Some(Dialog::Picker(p)) = &mut self.dialog
+                    && p.kind == PickerKind::Task
+                {
+                    p.items = tasks.iter().map(task_item).collect();
+                    p.empty_text = "no background tasks".to_owned();
+                }
+                self.tasks = tasks;
+            }
+            Event::TaskStopped { task_id, status } => {
+                self.notice(NoticeLevel::Info, format!("task {task_id}: {status}"));
+            }
+            // This UI shows the tail the task list carries; a full read (sent by another
+            // client of the same session) is shown like a command's output.
+            Event::TaskOutput {
+                task_id, output, ..
+            } => self.push(CellKind::Shell {
+                command: format!("output of task {task_id}"),
+                output,
+                is_error: false,
+            }),
+            Event::ShellOutput {
+                command,
+                output,
+                is_error,
+            } => self.push(CellKind::Shell {
+                command,
+                output,
+                is_error,
+            }),
+            Event::McpStatus { status } => self.push(CellKind::Mcp(status)),
+        }
+    }
+
+    /// `Event::SessionList`: fill the session picker if it is open.
+    fn session_list(&mut self, list: Vec<SessionSummary>) {
+        if let Some(Dialog::Picker(p)) = &mut self.dialog
+            && p.kind == PickerKind::Session
+        {
+            let now = wall_clock_ms();
+            p.items = list
+                .into_iter()
+                .map(|s| PickerItem {
+                    label: match s.title {
+                        None => "(untitled)".to_owned(),
+                        Some(title) if title.is_empty() => s.id.clone(),
+                        Some(title) => title,
+                    },
+                    detail: format!(
+                        "{} · {}",
+                        ago(now.saturating_sub(s.updated_at)),
+                        s.cwd.unwrap_or_default()
+                    ),
+                    value: s.id,
+                    this_dir: s.this_dir,
+                })
+                .collect();
+            p.empty_text = "no sessions (ctrl-a shows all directories)".to_owned();
+            p.selected = 0;
         }
     }
 
@@ -526,36 +587,6 @@ impl App {
     /// Applies one update from the host.
     pub fn handle_host(&mut self, update: HostUpdate) {
         match update {
-            HostUpdate::Sessions(list) => {
-                if let Some(Dialog::Picker(p)) = &mut self.dialog
-                    && p.kind == PickerKind::Session
-                {
-                    p.items = list
-                        .into_iter()
-                        .map(|s| PickerItem {
-                            label: if s.title.is_empty() {
-                                s.id.clone()
-                            } else {
-                                s.title
-                            },
-                            detail: format!("{} · {}", s.updated, s.cwd),
-                            value: s.id,
-                            this_dir: s.this_dir,
-                        })
-                        .collect();
-                    p.empty_text = "no sessions (ctrl-a shows all directories)".to_owned();
-                    p.selected = 0;
-                }
-            }
-            HostUpdate::Tasks(tasks) => {
-                if let Some(Dialog::Picker(p)) = &mut self.dialog
-                    && p.kind == PickerKind::Task
-                {
-                    p.items = tasks.iter().map(task_item).collect();
-                    p.empty_text = "no background tasks".to_owned();
-                }
-                self.tasks = tasks;
-            }
             HostUpdate::SessionSwitched { info, transcript } => {
                 self.info = info;
                 self.cells.clear();
@@ -570,18 +601,8 @@ impl App {
             HostUpdate::Info(info) => self.info = info,
             HostUpdate::Notice(text) => self.notice(NoticeLevel::Info, text),
             HostUpdate::Error(text) => self.notice(NoticeLevel::Error, text),
-            HostUpdate::ShellOutput {
-                command,
-                output,
-                is_error,
-            } => self.push(CellKind::Shell {
-                command,
-                output,
-                is_error,
-            }),
             HostUpdate::Files(files) => self.files = Some(files),
             HostUpdate::Skills(skills) => self.skills = skills,
-            HostUpdate::Mcp(status) => self.push(CellKind::Mcp(status)),
             HostUpdate::Warning(text) => self.notice(NoticeLevel::Warning, text),
         }
     }
@@ -653,6 +674,24 @@ pub(crate) fn task_item(t: &TaskEntry) -> PickerItem {
         },
         value: t.id.clone(),
         this_dir: true,
+    }
+}
+
+/// Milliseconds since the Unix epoch (session times are stored so).
+fn wall_clock_ms() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
+}
+
+/// How long ago, for the session picker: "just now", "5m ago", "2h ago", "3d ago".
+pub(crate) fn ago(ms: u64) -> String {
+    let s = ms / 1000;
+    match s {
+        0..60 => "just now".to_owned(),
+        60..3600 => format!("{}m ago", s / 60),
+        3600..86_400 => format!("{}h ago", s / 3600),
+        _ => format!("{}d ago", s / 86_400),
     }
 }
 

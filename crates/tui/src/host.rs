@@ -1,6 +1,12 @@
-//! The boundary between the UI and whoever drives it. Protocol `Op`s and `Event`s carry the
-//! agent conversation; `HostRequest` (UI → host) and `HostUpdate` (host → UI) carry what the
-//! engine does not own: sessions, export, clipboard, shell commands, model, task, skill and MCP server lists.
+//! The boundary between the UI and whoever drives it. Protocol `Op`s and `Event`s carry
+//! everything a session answers — the conversation and the host ops (session listing,
+//! background tasks, `!` shell commands, MCP status), the same for every front end.
+//! `HostRequest` (UI → launch) and `HostUpdate` (launch → UI) carry only what is this UI's
+//! own business and no other front end has: which session the terminal is attached to (`/new`,
+//! resuming from the picker — an op goes *to* a session, switching is not one), the terminal's
+//! clipboard (OSC 52), writing the markdown file the UI rendered from its transcript, `/title`
+//! and `/init` as the terminal offers them, and what the launch tells this UI once (its
+//! skill completions, startup warnings, the `@` file index).
 
 use kimi_protocol::message::Message;
 use kimi_protocol::ops::{Event, Op, PermissionMode};
@@ -12,8 +18,6 @@ use tokio::sync::mpsc;
 pub enum HostRequest {
     /// `/new`: start a fresh session in the same directory; answer with `SessionSwitched`.
     NewSession,
-    /// `/sessions`: list sessions (`all` = every directory); answer with `Sessions`.
-    ListSessions { all: bool },
     /// A session was picked; answer with `SessionSwitched`.
     ResumeSession { id: String },
     /// `/export-md [path]`: write `markdown` (rendered by the UI from its transcript).
@@ -27,28 +31,12 @@ pub enum HostRequest {
     SetTitle { title: Option<String> },
     /// `/init`: run the AGENTS.md-writing prompt.
     Init,
-    /// `/tasks`: list background tasks; answer with `Tasks`.
-    ListTasks,
-    /// Stop one background task from the task browser.
-    StopTask { id: String },
-    /// `!command` in shell mode: run it and put its output into the context (answer with
-    /// `ShellOutput`). `background` is set by Ctrl-B.
-    Shell { command: String, background: bool },
-    /// `/mcp`: the MCP servers of this launch; answer with `Mcp`.
-    McpStatus,
 }
 
-/// One row of the session picker.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct SessionEntry {
-    pub id: String,
-    pub title: String,
-    pub cwd: String,
-    /// Already formatted, e.g. "2h ago".
-    pub updated: String,
-    /// Belongs to the current working directory.
-    pub this_dir: bool,
-}
+/// One row of the task browser (`Event::TaskList`).
+pub use kimi_protocol::host::TaskSummary as TaskEntry;
+/// The `/mcp` panel (`Event::McpStatus`).
+pub use kimi_protocol::host::{McpServerEntry, McpServerState, McpStatus};
 
 /// One row of the model picker.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -57,53 +45,12 @@ pub struct ModelEntry {
     pub description: String,
 }
 
-/// One row of the task browser.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct TaskEntry {
-    pub id: String,
-    /// `bash`, `agent`, … (the task system's kind).
-    pub kind: String,
-    pub description: String,
-    pub status: String,
-    pub output_tail: String,
-}
-
 /// A skill the user can start with a slash command (completion menu row).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SkillEntry {
     /// The command without its slash: `skill:<name>`, or `<parent>.<child>` for a sub-skill.
     pub command: String,
     pub description: String,
-}
-
-/// How an MCP server is doing.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum McpServerState {
-    Connected,
-    /// Not started; the text says why.
-    Failed(String),
-    /// `enabled: false` in its config.
-    Disabled,
-}
-
-/// One row of the `/mcp` panel.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct McpServerEntry {
-    pub name: String,
-    /// `stdio`, `http` or `sse`.
-    pub transport: String,
-    pub state: McpServerState,
-    pub tool_count: usize,
-}
-
-/// The answer to `/mcp`.
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
-pub struct McpStatus {
-    pub servers: Vec<McpServerEntry>,
-    /// Why no server was started at all (e.g. an invalid `mcp.json`).
-    pub problem: Option<String>,
-    /// Where servers are configured, user file first (shown when there are none).
-    pub config_files: Vec<String>,
 }
 
 /// Facts about the session that the protocol does not carry as events.
@@ -139,8 +86,6 @@ impl Default for SessionInfo {
 /// Host → UI.
 #[derive(Debug, Clone, PartialEq)]
 pub enum HostUpdate {
-    Sessions(Vec<SessionEntry>),
-    Tasks(Vec<TaskEntry>),
     /// A different session is now attached (after `/new` or a resume): replace the transcript.
     SessionSwitched {
         info: SessionInfo,
@@ -150,17 +95,10 @@ pub enum HostUpdate {
     Info(SessionInfo),
     Notice(String),
     Error(String),
-    ShellOutput {
-        command: String,
-        output: String,
-        is_error: bool,
-    },
     /// The file index for `@` completion (built off the UI thread).
     Files(Vec<String>),
     /// Skills for the `/` completion menu (sent once the UI runs; replaces the list).
     Skills(Vec<SkillEntry>),
-    /// The answer to `HostRequest::McpStatus`.
-    Mcp(McpStatus),
     /// Something the user should know that is not an error (e.g. a skill file that could not
     /// be loaded at startup).
     Warning(String),

@@ -81,10 +81,10 @@ impl App {
                 if !command.trim().is_empty() {
                     self.history.push(&format!("!{command}"));
                     self.editor.clear();
-                    self.emit(UiAction::Host(HostRequest::Shell {
+                    self.op(Op::Shell {
                         command,
                         background: true,
-                    }));
+                    });
                 }
             }
             KeyCode::Char('a') if ctrl => self.editor.home(),
@@ -238,10 +238,10 @@ impl App {
         self.completion = None;
         if self.shell_mode {
             self.history.push(&format!("!{raw}"));
-            self.emit(UiAction::Host(HostRequest::Shell {
+            self.op(Op::Shell {
                 command: text,
                 background: false,
-            }));
+            });
             return;
         }
         self.history.push(&raw);
@@ -356,7 +356,7 @@ impl App {
                 let mut picker = Picker::new(PickerKind::Session, "Resume a session", Vec::new());
                 picker.empty_text = "loading sessions…".to_owned();
                 self.open_picker(picker);
-                self.emit(UiAction::Host(HostRequest::ListSessions { all: false }));
+                self.op(Op::ListSessions { all: false });
             }
             Command::Model => {
                 let current = self.info.model.clone();
@@ -424,9 +424,9 @@ impl App {
                 let mut picker = Picker::new(PickerKind::Task, "Background tasks", items);
                 picker.empty_text = "loading tasks…".to_owned();
                 self.open_picker(picker);
-                self.emit(UiAction::Host(HostRequest::ListTasks));
+                self.op(Op::ListTasks);
             }
-            Command::Mcp => self.emit(UiAction::Host(HostRequest::McpStatus)),
+            Command::Mcp => self.op(Op::McpStatus),
             Command::Title => self.emit(UiAction::Host(HostRequest::SetTitle { title: arg })),
             Command::Usage => {
                 let u = self.session_usage;
@@ -539,10 +539,10 @@ impl App {
                 }
             }
             DialogResult::ToggleScope { all } => {
-                self.emit(UiAction::Host(HostRequest::ListSessions { all }));
+                self.op(Op::ListSessions { all });
             }
             DialogResult::StopTask { id } => {
-                self.emit(UiAction::Host(HostRequest::StopTask { id }));
+                self.op(Op::StopTask { task_id: id });
             }
         }
     }

@@ -5,7 +5,8 @@
 //! ```text
 //! let (ui, host) = SessionChannels::pair(256);
 //! // engine task: forward session events into host.events, apply host.ops to the session;
-//! // host task: serve host.host_requests (HostRequest), answer through host.host_updates.
+//! // (host ops such as Op::ListSessions go to the session host like every op)
+//! // launch task: serve host.host_requests (HostRequest), answer through host.host_updates.
 //! let opts = RunOptions {
 //!     app: AppOptions::from_config(&TuiConfig::load(&tui_toml)?, info, Some(data_dir), cwd, no_color),
 //!     transcript: resumed_messages,
@@ -47,7 +48,7 @@ pub use config::TuiConfig;
 pub use error::TuiError;
 pub use host::{
     HostChannels, HostRequest, HostUpdate, McpServerEntry, McpServerState, McpStatus, ModelEntry,
-    SessionChannels, SessionEntry, SessionInfo, SkillEntry, TaskEntry,
+    SessionChannels, SessionInfo, SkillEntry, TaskEntry,
 };
 pub use runtime::{RunOptions, run};
 pub use theme::{Theme, ThemeChoice};

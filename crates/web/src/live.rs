@@ -12,12 +12,12 @@ use kimi_core::session::{OpenedSession, Resume};
 use kimi_protocol::ops::{
     AgentStatus, ApprovalDecision, ApprovalRequest, Event, Op, TurnEndReason,
 };
-use kimi_store::{Home, IndexEntry, SessionStore};
 use serde_json::{Value, json};
 use tokio::sync::{broadcast, mpsc};
 use tokio::task::JoinHandle;
 
-use crate::SessionHost;
+use kimi_core::host::SessionHost;
+use kimi_protocol::host::SessionSummary;
 use crate::error::{ApiError, code};
 use crate::events::{self, EventBuffer, Frame, MAX_EVENT_BUFFER, Resync};
 use crate::questions::PendingQuestion;
@@ -105,6 +105,8 @@ pub struct Subscription {
 pub struct Live {
     pub id: String,
     pub cwd: String,
+    /// The store's key for its working directory (the API's `workspace_id`).
+    pub workspace_id: String,
     pub handle: AgentHandle,
     /// Changes each time the session is loaded: seq numbers restart with it.
     pub epoch: String,
@@ -334,24 +336,22 @@ async fn pump(live: Arc<Live>, mut events: mpsc::UnboundedReceiver<Event>) {
 
 /// Every session this server has loaded, by id.
 pub struct Registry {
-    host: Arc<dyn SessionHost>,
-    home: PathBuf,
+    host: Arc<SessionHost>,
     sessions: Mutex<HashMap<String, Arc<Live>>>,
     /// One open at a time, so a session is never loaded twice.
     opening: tokio::sync::Mutex<()>,
 }
 
 impl Registry {
-    pub fn new(host: Arc<dyn SessionHost>, home: PathBuf) -> Self {
+    pub fn new(host: Arc<SessionHost>) -> Self {
         Registry {
             host,
-            home,
             sessions: Mutex::new(HashMap::new()),
             opening: tokio::sync::Mutex::new(()),
         }
     }
 
-    pub fn host(&self) -> &Arc<dyn SessionHost> {
+    pub fn host(&self) -> &Arc<SessionHost> {
         &self.host
     }
 
@@ -364,15 +364,16 @@ impl Registry {
         self.sessions().get(id).cloned()
     }
 
-    /// The session index, newest first.
-    pub fn index(&self) -> Vec<IndexEntry> {
-        SessionStore::new(Home::new(&self.home))
-            .index()
-            .list()
-            .unwrap_or_default()
+    /// Stored sessions, newest first, as the session host lists them (this server never
+    /// reads the store itself). An unreadable index lists nothing and is logged.
+    pub fn index(&self) -> Vec<SessionSummary> {
+        self.host.list_sessions(None).unwrap_or_else(|err| {
+            tracing::warn!("cannot list sessions: {err}");
+            Vec::new()
+        })
     }
 
-    pub fn entry(&self, id: &str) -> Option<IndexEntry> {
+    pub fn entry(&self, id: &str) -> Option<SessionSummary> {
         self.index().into_iter().find(|e| e.id == id)
     }
 
@@ -413,10 +414,10 @@ impl Registry {
     async fn open(&self, cwd: PathBuf, resume: Resume) -> Result<Arc<Live>, ApiError> {
         let host = self.host.clone();
         let dir = cwd.clone();
-        let opened = tokio::task::spawn_blocking(move || host.open(&dir, resume))
+        let opened = tokio::task::spawn_blocking(move || host.open(&dir, resume, None))
             .await
             .map_err(|e| ApiError::internal(format!("opening the session failed: {e}")))?
-            .map_err(|msg| ApiError::internal(format!("cannot open the session: {msg}")))?;
+            .map_err(|err| ApiError::internal(format!("cannot open the session: {err}")))?;
         Ok(self.start(opened, &cwd))
     }
 
@@ -431,6 +432,7 @@ impl Registry {
                 .cwd
                 .clone()
                 .unwrap_or_else(|| cwd.display().to_string()),
+            workspace_id: opened.session.workdir_key.clone(),
             handle: opened.agent.handle.clone(),
             epoch: uuid::Uuid::new_v4().simple().to_string(),
             state: Mutex::new(State {
@@ -469,6 +471,7 @@ impl Registry {
         let all: Vec<Arc<Live>> = self.sessions().drain().map(|(_, l)| l).collect();
         for live in all {
             live.handle.send(Op::Shutdown);
+            self.host.release(&live.id);
             let join = live
                 .join
                 .lock()

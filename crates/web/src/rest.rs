@@ -11,7 +11,7 @@ use axum::extract::{FromRequest, FromRequestParts, Path, Request, State};
 use axum::http::request::Parts;
 use kimi_protocol::ContentPart;
 use kimi_protocol::ops::{ApprovalDecision, Op, PermissionMode};
-use kimi_store::IndexEntry;
+use kimi_protocol::host::SessionSummary;
 use serde::Deserialize;
 use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
@@ -79,7 +79,7 @@ pub async fn meta(State(app): State<Arc<App>>) -> Data<Value> {
 }
 
 /// The reference's session object, from the index and (when loaded) the live session.
-fn session_object(id: &str, entry: Option<&IndexEntry>, live: Option<&Live>) -> Value {
+fn session_object(id: &str, entry: Option<&SessionSummary>, live: Option<&Live>) -> Value {
     let (busy, turn_active, pending, last_reason, last_seq) = match live {
         Some(live) => {
             let busy = live.busy();
@@ -104,7 +104,7 @@ fn session_object(id: &str, entry: Option<&IndexEntry>, live: Option<&Live>) -> 
         .unwrap_or_default();
     json!({
         "id": id,
-        "workspace_id": entry.map(|e| e.workdir_key.clone()).unwrap_or_else(|| kimi_store::workdir_key(std::path::Path::new(&cwd))),
+        "workspace_id": entry.map(|e| e.workspace_id.clone()).or_else(|| live.map(|l| l.workspace_id.clone())).unwrap_or_default(),
         "title": entry.and_then(|e| e.title.clone()).unwrap_or_default(),
         "created_at": entry.map(|e| iso(e.created_at)),
         "updated_at": entry.map(|e| iso(e.updated_at)),
@@ -176,7 +176,7 @@ pub async fn list_sessions(
             "page_size must be between 1 and 100, got {size}"
         )));
     }
-    let mut entries: Vec<IndexEntry> = app.registry.index();
+    let mut entries: Vec<SessionSummary> = app.registry.index();
     entries.retain(|e| query.include_archive.unwrap_or(false) || !e.archived);
     if let Some(before) = &query.before_id {
         let Some(position) = entries.iter().position(|e| &e.id == before) else {
@@ -316,7 +316,7 @@ pub async fn submit_prompt(
                 origin: None,
             },
         )
-        .map_err(ApiError::validation)?;
+        .map_err(|err| ApiError::validation(err.to_string()))?;
     let running = live.busy();
     if let Some(mode) = body.permission_mode {
         live.handle.send(Op::SetPermissionMode { mode });

@@ -14,7 +14,7 @@ use axum::response::{Html, IntoResponse, Response};
 use axum::routing::{get, post};
 use tokio::net::TcpListener;
 
-use crate::SessionHost;
+use kimi_core::host::SessionHost;
 use crate::auth;
 use crate::error::{ApiError, REQUEST_ID, code, is_ulid, new_ulid};
 use crate::live::Registry;
@@ -130,11 +130,11 @@ impl Bound {
     /// Serve until `shutdown` resolves, then stop every session cleanly.
     pub async fn serve(
         self,
-        host: Arc<dyn SessionHost>,
+        host: Arc<SessionHost>,
         shutdown: impl Future<Output = ()> + Send + 'static,
     ) -> Result<(), WebError> {
         let app = Arc::new(App {
-            registry: Registry::new(host, self.options.home.clone()),
+            registry: Registry::new(host),
             token: self.token,
             bind_host: self.options.host.clone(),
             server_id: new_ulid(),

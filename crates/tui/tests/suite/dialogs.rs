@@ -3,9 +3,10 @@
 
 use crossterm::event::KeyCode;
 use insta::assert_snapshot;
+use kimi_protocol::host::SessionSummary;
 use kimi_protocol::message::Message;
 use kimi_protocol::ops::{ApprovalDecision, ApprovalRequest, Event, Op, PermissionMode};
-use kimi_tui::{HostRequest, HostUpdate, SessionEntry, TaskEntry, UiAction};
+use kimi_tui::{HostRequest, HostUpdate, TaskEntry, UiAction};
 use serde_json::json;
 
 use super::support::Harness;
@@ -221,16 +222,21 @@ fn question_dialog_answers_parse_in_the_engine_format() {
     );
 }
 
-fn sessions() -> Vec<SessionEntry> {
-    let s = |id: &str, title: &str, this_dir: bool| SessionEntry {
+fn sessions() -> Vec<SessionSummary> {
+    // Updated two hours (and a few seconds) ago: the picker says "2h ago".
+    let two_hours_ago = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as u64
+        - 7_205_000;
+    let s = |id: &str, title: &str, this_dir: bool| SessionSummary {
         id: id.into(),
-        title: title.into(),
-        cwd: if this_dir {
-            "~/proj".into()
-        } else {
-            "~/other".into()
-        },
-        updated: "2h ago".into(),
+        title: Some(title.into()),
+        cwd: Some(if this_dir { "~/proj" } else { "~/other" }.into()),
+        workspace_id: if this_dir { "proj" } else { "other" }.into(),
+        created_at: two_hours_ago,
+        updated_at: two_hours_ago,
+        archived: false,
         this_dir,
     };
     vec![
@@ -248,14 +254,16 @@ fn session_picker_searches_and_toggles_scope() {
     h.key(KeyCode::Enter);
     assert_eq!(
         h.actions(),
-        vec![UiAction::Host(HostRequest::ListSessions { all: false })]
+        vec![UiAction::Op(Op::ListSessions { all: false })]
     );
-    h.app.handle_host(HostUpdate::Sessions(sessions()));
+    h.event(Event::SessionList {
+        sessions: sessions(),
+    });
     assert_snapshot!("session_picker", h.screen(60, 9));
     h.ctrl('a');
     assert_eq!(
         h.actions(),
-        vec![UiAction::Host(HostRequest::ListSessions { all: true })]
+        vec![UiAction::Op(Op::ListSessions { all: true })]
     );
     h.type_str("docs");
     assert_snapshot!("session_picker_search_all", h.screen(60, 9));
@@ -320,18 +328,22 @@ fn task_browser_lists_host_data_and_stops_tasks() {
     h.type_str("/tasks");
     h.key(KeyCode::Esc);
     h.key(KeyCode::Enter);
-    assert_eq!(h.actions(), vec![UiAction::Host(HostRequest::ListTasks)]);
-    h.app.handle_host(HostUpdate::Tasks(vec![TaskEntry {
-        id: "t1".into(),
-        kind: "bash".into(),
-        description: "npm run dev".into(),
-        status: "running".into(),
-        output_tail: "listening on :3000".into(),
-    }]));
+    assert_eq!(h.actions(), vec![UiAction::Op(Op::ListTasks)]);
+    h.event(Event::TaskList {
+        tasks: vec![TaskEntry {
+            id: "t1".into(),
+            kind: "bash".into(),
+            description: "npm run dev".into(),
+            status: "running".into(),
+            output_tail: "listening on :3000".into(),
+        }],
+    });
     h.ctrl('x');
     assert_eq!(
         h.actions(),
-        vec![UiAction::Host(HostRequest::StopTask { id: "t1".into() })]
+        vec![UiAction::Op(Op::StopTask {
+            task_id: "t1".into()
+        })]
     );
     h.key(KeyCode::Enter);
     assert!(h.screen(60, 8).contains("listening on :3000"));

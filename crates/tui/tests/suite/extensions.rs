@@ -6,8 +6,7 @@ use insta::assert_snapshot;
 use kimi_protocol::message::ToolCall;
 use kimi_protocol::ops::{Event, Op};
 use kimi_tui::{
-    HostRequest, HostUpdate, McpServerEntry, McpServerState, McpStatus, SkillEntry, TaskEntry,
-    UiAction,
+    HostUpdate, McpServerEntry, McpServerState, McpStatus, SkillEntry, TaskEntry, UiAction,
 };
 
 use super::support::{Harness, text};
@@ -127,8 +126,8 @@ fn mcp_panel_lists_servers_with_state_and_tools() {
     h.type_str("/mcp");
     h.key(KeyCode::Esc);
     h.key(KeyCode::Enter);
-    assert_eq!(h.actions(), vec![UiAction::Host(HostRequest::McpStatus)]);
-    h.app.handle_host(HostUpdate::Mcp(servers()));
+    assert_eq!(h.actions(), vec![UiAction::Op(Op::McpStatus)]);
+    h.event(Event::McpStatus { status: servers() });
     assert_snapshot!("mcp_panel", h.screen(70, 14));
     assert!(
         h.app
@@ -140,15 +139,17 @@ fn mcp_panel_lists_servers_with_state_and_tools() {
 #[test]
 fn mcp_panel_without_servers_says_where_to_add_them() {
     let mut h = Harness::new();
-    h.app.handle_host(HostUpdate::Mcp(McpStatus {
-        servers: Vec::new(),
-        problem: None,
-        config_files: vec![
-            "~/.kimi-rs/mcp.json".into(),
-            ".kimi-code/mcp.json".into(),
-            ".mcp.json".into(),
-        ],
-    }));
+    h.event(Event::McpStatus {
+        status: McpStatus {
+            servers: Vec::new(),
+            problem: None,
+            config_files: vec![
+                "~/.kimi-rs/mcp.json".into(),
+                ".kimi-code/mcp.json".into(),
+                ".mcp.json".into(),
+            ],
+        },
+    });
     assert_snapshot!("mcp_panel_empty", h.screen(70, 10));
 }
 
@@ -209,22 +210,24 @@ fn task_browser_lists_agent_tasks_with_their_kind() {
     h.type_str("/tasks");
     h.key(KeyCode::Esc);
     h.key(KeyCode::Enter);
-    assert_eq!(h.actions(), vec![UiAction::Host(HostRequest::ListTasks)]);
-    h.app.handle_host(HostUpdate::Tasks(vec![
-        TaskEntry {
-            id: "bash-1".into(),
-            kind: "bash".into(),
-            description: "npm run dev".into(),
-            status: "running".into(),
-            output_tail: String::new(),
-        },
-        TaskEntry {
-            id: "agent-1a2b3c4d".into(),
-            kind: "agent".into(),
-            description: "watch CI".into(),
-            status: "running".into(),
-            output_tail: String::new(),
-        },
-    ]));
+    assert_eq!(h.actions(), vec![UiAction::Op(Op::ListTasks)]);
+    h.event(Event::TaskList {
+        tasks: vec![
+            TaskEntry {
+                id: "bash-1".into(),
+                kind: "bash".into(),
+                description: "npm run dev".into(),
+                status: "running".into(),
+                output_tail: String::new(),
+            },
+            TaskEntry {
+                id: "agent-1a2b3c4d".into(),
+                kind: "agent".into(),
+                description: "watch CI".into(),
+                status: "running".into(),
+                output_tail: String::new(),
+            },
+        ],
+    });
     assert_snapshot!("tasks_with_agent", h.screen(70, 10));
 }

@@ -468,14 +468,14 @@ fn shift_enter_and_ctrl_j_insert_newlines_and_history_recalls() {
 }
 
 #[test]
-fn shell_mode_sends_a_host_request() {
+fn shell_mode_sends_a_shell_op() {
     let mut h = Harness::new();
     h.type_str("!git status");
     assert_snapshot!("shell_mode", h.screen(50, 4));
     h.key(KeyCode::Enter);
     assert_eq!(
         h.actions(),
-        vec![UiAction::Host(HostRequest::Shell {
+        vec![UiAction::Op(Op::Shell {
             command: "git status".into(),
             background: false
         })]
