@@ -5,11 +5,11 @@
 use std::sync::Arc;
 
 use crate::cli::RunArgs;
-use crate::hosted::HostedSessions;
+use crate::hosted::server_host;
 
 /// Serve until the editor closes stdin. Exit status 0, or 1 when the connection broke.
 pub fn run(args: &RunArgs) -> anyhow::Result<u8> {
-    let host = Arc::new(HostedSessions::new(args, "kimi-rs acp")?);
+    let host = Arc::new(server_host(args, "kimi-rs acp")?);
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()?;

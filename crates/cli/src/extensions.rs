@@ -5,9 +5,11 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+use kimi_core::host::SessionExtras;
 use kimi_core::session::SessionExtensions;
 use kimi_mcp::McpManager;
 use kimi_protocol::ContentPart;
+use kimi_protocol::host::{McpServerEntry, McpServerState, McpStatus};
 use kimi_protocol::ops::Op;
 use kimi_skills::{DiscoverOptions, SkillCatalog, SkillTool};
 
@@ -19,6 +21,17 @@ pub struct Extensions {
     pub warnings: Vec<String>,
     /// Why no MCP server was started at all (an `mcp.json` that cannot be read or parsed).
     pub mcp_problem: Option<String>,
+    /// Where MCP servers are configured (surface.md §10), shown by `/mcp` when there are none.
+    pub mcp_config_files: Vec<String>,
+}
+
+/// Where MCP servers are configured (surface.md §10): the user file, then the project's.
+fn mcp_config_files(home: &Path) -> Vec<String> {
+    vec![
+        home.join("mcp.json").display().to_string(),
+        ".kimi-code/mcp.json".to_owned(),
+        ".mcp.json (at the git root)".to_owned(),
+    ]
 }
 
 /// `extra_skill_dirs` of config.toml (a missing or unreadable file means none).
@@ -89,6 +102,7 @@ impl Extensions {
             mcp,
             warnings,
             mcp_problem,
+            mcp_config_files: mcp_config_files(home),
         }
     }
 
@@ -106,6 +120,7 @@ impl Extensions {
             mcp: None,
             warnings,
             mcp_problem: None,
+            mcp_config_files: mcp_config_files(home),
         }
     }
 
@@ -152,10 +167,9 @@ impl Extensions {
             .collect()
     }
 
-    /// The `/mcp` panel's data. `config_files` are where servers can be configured.
-    pub fn mcp_status(&self, config_files: Vec<String>) -> kimi_tui::McpStatus {
+    /// The MCP servers' status (`Op::McpStatus`).
+    pub fn mcp_status(&self) -> McpStatus {
         use kimi_mcp::manager::ServerState;
-        use kimi_tui::{McpServerEntry, McpServerState};
         let servers = self
             .mcp
             .as_ref()
@@ -173,17 +187,43 @@ impl Extensions {
                 tool_count: s.tool_count,
             })
             .collect();
-        kimi_tui::McpStatus {
+        McpStatus {
             servers,
             problem: self.mcp_problem.clone(),
-            config_files,
+            config_files: self.mcp_config_files.clone(),
         }
+    }
+
+    /// The skills a client can run as slash commands: `skill:<name>` and description.
+    pub fn commands(&self) -> Vec<(String, String)> {
+        self.skills
+            .list()
+            .iter()
+            .filter(|s| s.kind().is_user_activatable())
+            .map(|s| (format!("skill:{}", s.name), s.description.clone()))
+            .collect()
     }
 
     pub async fn shutdown(self) {
         if let Some(mcp) = self.mcp {
             mcp.shutdown().await;
         }
+    }
+}
+
+/// What the session host asks of a session's extensions: skill commands expanded, skills
+/// advertised, MCP status.
+impl SessionExtras for Extensions {
+    fn prepare(&self, session_id: &str, op: Op) -> Result<Op, String> {
+        expand_skill_command(op, &self.skills, session_id)
+    }
+
+    fn commands(&self) -> Vec<(String, String)> {
+        Extensions::commands(self)
+    }
+
+    fn mcp_status(&self) -> McpStatus {
+        Extensions::mcp_status(self)
     }
 }
 

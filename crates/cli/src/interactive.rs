@@ -1,43 +1,100 @@
-//! `kimi-rs` with no prompt: the interactive terminal UI on a new (or resumed) session. The
-//! host side lives here: it forwards engine events to the UI and the UI's operations to the
-//! engine, and serves what the UI cannot do alone (listing and switching sessions, exporting,
-//! the clipboard, titles, background tasks, `!` shell commands, the skill list for completion,
-//! the `/mcp` panel and startup warnings, which it shows in the transcript).
+//! `kimi-rs` with no prompt: the interactive terminal UI on a new (or resumed) session.
+//!
+//! Sessions are opened through the core session host ([`SessionHost`]), like ACP's and the web
+//! server's, and every op the UI sends — the host ops (session listing, background tasks, `!`
+//! shell commands, `/mcp`) included — goes through it; their answers come back as events.
+//! What stays here is this terminal's own business, served over the TUI's `HostRequest`
+//! channel: which session the terminal is attached to (`/new`, resuming from the picker), the
+//! terminal's clipboard (OSC 52), writing the markdown file the UI rendered, `/title`, `/init`,
+//! and what the launch tells the UI once (skill completions, startup warnings).
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, PoisonError};
 
 use anyhow::Context;
 use base64::Engine as _;
+use kimi_core::host::{SessionExtras, SessionFactory, SessionHost};
 use kimi_core::permission::{ModeInputs, PermissionState, load_rules_from_str, resolve_mode};
-use kimi_core::session::{AgentChoice, OpenedSession, Resume, SessionSetup, open_session};
+use kimi_core::session::{AgentChoice, OpenedSession, Resume, SessionSetup};
 use kimi_protocol::ContentPart;
 use kimi_protocol::ops::Op;
 use kimi_store::{Home, SessionStore};
 use kimi_tui::{
-    AppOptions, HostChannels, HostRequest, HostUpdate, RunOptions, SessionChannels, SessionEntry,
-    SessionInfo, TaskEntry, TuiConfig,
+    AppOptions, HostChannels, HostRequest, HostUpdate, RunOptions, SessionChannels, SessionInfo,
+    TuiConfig,
 };
 
 use crate::cli::RunArgs;
-use crate::extensions::{Extensions, expand_skill_command};
+use crate::extensions::Extensions;
 use crate::print::resume_hint_command;
-use crate::run::{ModelChoice, agent_choice, resolve_model, setup};
+use crate::run::{agent_choice, resolve_model, setup};
 
 const INIT_PROMPT: &str = "Analyze this repository and write an AGENTS.md at its root for coding agents: what the project is, how it is laid out, how to build, test and lint it, the conventions the code follows, and anything an agent must not do. Keep it short and factual; read the code before you write.";
 
-struct Host {
+/// The terminal's side of opening sessions: one working directory, the skills and MCP
+/// servers loaded once for the launch.
+struct TuiSessions {
     home: PathBuf,
-    cwd: PathBuf,
     args_model: Option<String>,
     additional_dirs: Vec<PathBuf>,
     permissions: PermissionState,
+    /// `--agent`/`--agent-file`: binds the first session only (`/new` starts a default one).
+    agent: Mutex<AgentChoice>,
+    /// Skills and MCP servers, shared by every session this launch opens.
+    extensions: Mutex<Option<Arc<Extensions>>>,
+}
+
+#[async_trait::async_trait]
+impl SessionFactory for TuiSessions {
+    fn setup(
+        &self,
+        cwd: &Path,
+        resume: &Resume,
+        _mcp_servers: Option<&serde_json::Value>,
+    ) -> Result<(SessionSetup, Arc<dyn SessionExtras>), String> {
+        let model =
+            resolve_model(&self.home, self.args_model.as_deref()).map_err(|e| format!("{e:#}"))?;
+        let extensions = self
+            .extensions
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
+            .ok_or_else(|| "the launch is shutting down; no session can be opened".to_owned())?;
+        let agent = std::mem::take(&mut *self.agent.lock().unwrap_or_else(PoisonError::into_inner));
+        let setup = SessionSetup {
+            agent,
+            extensions: extensions.session(),
+            ..setup(
+                self.home.clone(),
+                cwd.to_owned(),
+                resume.clone(),
+                model,
+                self.additional_dirs.clone(),
+                Some(self.permissions.clone()),
+            )
+        };
+        Ok((setup, extensions))
+    }
+
+    async fn shutdown(&self) {
+        let extensions = self
+            .extensions
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .take();
+        if let Some(extensions) = extensions {
+            crate::hosted::shutdown_extensions(extensions, "kimi-rs").await;
+        }
+    }
+}
+
+/// The terminal launch: the session host and what the UI is told about its sessions.
+struct Launch {
+    host: SessionHost,
+    cwd: PathBuf,
     model_name: String,
     context_window: u64,
-    /// `--agent`/`--agent-file`: binds the first session only (`/new` starts a default one).
-    agent: std::sync::Mutex<AgentChoice>,
-    /// Skills and MCP servers, shared by every session this launch opens.
-    extensions: std::sync::Arc<Extensions>,
 }
 
 pub(crate) fn permission_state(home: &Path, args: &RunArgs) -> anyhow::Result<PermissionState> {
@@ -74,28 +131,9 @@ pub(crate) fn permission_state(home: &Path, args: &RunArgs) -> anyhow::Result<Pe
     Ok(state)
 }
 
-impl Host {
+impl Launch {
     fn open(&self, resume: Resume) -> anyhow::Result<OpenedSession> {
-        let model: ModelChoice = resolve_model(&self.home, self.args_model.as_deref())?;
-        let agent = std::mem::take(
-            &mut *self
-                .agent
-                .lock()
-                .unwrap_or_else(std::sync::PoisonError::into_inner),
-        );
-        let opened = open_session(SessionSetup {
-            agent,
-            extensions: self.extensions.session(),
-            ..setup(
-                self.home.clone(),
-                self.cwd.clone(),
-                resume,
-                model,
-                self.additional_dirs.clone(),
-                Some(self.permissions.clone()),
-            )
-        })?;
-        Ok(opened)
+        Ok(self.host.open(&self.cwd, resume, None)?)
     }
 
     fn info(&self, opened: &OpenedSession) -> SessionInfo {
@@ -120,49 +158,10 @@ impl Host {
         }
     }
 
-    /// Where MCP servers are configured (surface.md §10): the user file, then the project's.
-    fn mcp_config_files(&self) -> Vec<String> {
-        vec![
-            self.home.join("mcp.json").display().to_string(),
-            ".kimi-code/mcp.json".to_owned(),
-            ".mcp.json (at the git root)".to_owned(),
-        ]
-    }
-
-    /// Sessions to resume, newest first. The open session is left out while it is still
-    /// empty (e.g. the one `-S` without an id starts on): there is nothing in it to resume.
-    fn sessions(&self, all: bool, current: &OpenedSession) -> Vec<SessionEntry> {
-        let store = SessionStore::new(Home::new(&self.home));
-        let here = kimi_store::workdir_key(&self.cwd);
-        let skip = transcript(current)
-            .is_empty()
-            .then_some(current.session.state.id.as_str());
-        let mut entries = store.index().list().unwrap_or_default();
-        entries.retain(|e| {
-            !e.archived && (all || e.workdir_key == here) && Some(e.id.as_str()) != skip
-        });
-        entries.sort_by_key(|e| std::cmp::Reverse(e.updated_at));
-        let now = kimi_core::engine::log::now_ms();
-        entries
-            .into_iter()
-            .map(|e| SessionEntry {
-                this_dir: e.workdir_key == here,
-                title: e.title.clone().unwrap_or_else(|| "(untitled)".to_owned()),
-                cwd: e.cwd.clone().unwrap_or_default(),
-                updated: ago(now.saturating_sub(e.updated_at)),
-                id: e.id,
-            })
-            .collect()
-    }
-}
-
-fn ago(ms: u64) -> String {
-    let s = ms / 1000;
-    match s {
-        0..60 => "just now".to_owned(),
-        60..3600 => format!("{}m ago", s / 60),
-        3600..86_400 => format!("{}h ago", s / 3600),
-        _ => format!("{}d ago", s / 86_400),
+    async fn close(&self, opened: OpenedSession) {
+        opened.agent.handle.send(Op::Shutdown);
+        let _ = opened.agent.join.await;
+        self.host.release(&opened.session.state.id);
     }
 }
 
@@ -177,14 +176,9 @@ fn transcript(opened: &OpenedSession) -> Vec<kimi_protocol::Message> {
         .to_vec()
 }
 
-async fn close(opened: OpenedSession) {
-    opened.agent.handle.send(Op::Shutdown);
-    let _ = opened.agent.join.await;
-}
-
-/// What the host loop does with one UI request; `Some(session)` when the session changed.
+/// What the launch does with one UI request; `Some(session)` when the session changed.
 async fn serve(
-    host: &Host,
+    launch: &Launch,
     opened: &mut OpenedSession,
     request: HostRequest,
     updates: &tokio::sync::mpsc::Sender<HostUpdate>,
@@ -193,9 +187,6 @@ async fn serve(
         let _ = updates.send(u).await;
     };
     match request {
-        HostRequest::ListSessions { all } => {
-            reply(HostUpdate::Sessions(host.sessions(all, opened))).await
-        }
         HostRequest::ResumeSession { id } if id == opened.session.state.id => {
             // Opening it again would put a second agent on the same journal.
             reply(HostUpdate::Notice("already in this session".to_owned())).await;
@@ -205,7 +196,7 @@ async fn serve(
                 HostRequest::ResumeSession { id } => Resume::Id(id),
                 _ => Resume::New,
             };
-            match host.open(resume) {
+            match launch.open(resume) {
                 Ok(next) => return Ok(Some(next)),
                 Err(err) => reply(HostUpdate::Error(format!("{err:#}"))).await,
             }
@@ -214,12 +205,12 @@ async fn serve(
             let short: String = opened.session.state.id.chars().take(8).collect();
             let path = path.map_or_else(
                 || {
-                    host.cwd.join(format!(
+                    launch.cwd.join(format!(
                         "kimi-export-{short}-{}.md",
                         kimi_core::engine::log::now_ms()
                     ))
                 },
-                |p| host.cwd.join(p),
+                |p| launch.cwd.join(p),
             );
             match std::fs::write(&path, markdown) {
                 Ok(()) => {
@@ -256,12 +247,12 @@ async fn serve(
             reply(HostUpdate::Notice(format!("title: {title}"))).await;
         }
         HostRequest::SetTitle { title: Some(title) } => {
-            let store = SessionStore::new(Home::new(&host.home));
+            let store = SessionStore::new(Home::new(launch.host.home()));
             let title: String = title.chars().take(200).collect();
             opened.session.state.title = Some(title);
             opened.session.state.title_kind = Some("custom".to_owned());
             match store.update(&mut opened.session) {
-                Ok(()) => reply(HostUpdate::Info(host.info(opened))).await,
+                Ok(()) => reply(HostUpdate::Info(launch.info(opened))).await,
                 Err(err) => reply(HostUpdate::Error(err.to_string())).await,
             }
         }
@@ -271,78 +262,6 @@ async fn serve(
                 origin: None,
             });
         }
-        HostRequest::ListTasks => {
-            let tasks = &opened.agent.handle.runtime().config.tool_ctx.tasks;
-            let entries = tasks
-                .list()
-                .into_iter()
-                .map(|t| TaskEntry {
-                    kind: t.kind.clone(),
-                    output_tail: tasks.tail_output(&t.id, 4096).0,
-                    status: t.status.as_str().to_owned(),
-                    description: if t.description.is_empty() {
-                        t.command.clone()
-                    } else {
-                        t.description.clone()
-                    },
-                    id: t.id,
-                })
-                .collect();
-            reply(HostUpdate::Tasks(entries)).await;
-        }
-        HostRequest::StopTask { id } => {
-            let tasks = opened.agent.handle.runtime().config.tool_ctx.tasks.clone();
-            match tasks.stop(&id, "stopped by the user").await {
-                Ok(info) => {
-                    reply(HostUpdate::Notice(format!(
-                        "task {id}: {}",
-                        info.status.as_str()
-                    )))
-                    .await
-                }
-                Err(err) => reply(HostUpdate::Error(err.to_string())).await,
-            }
-        }
-        HostRequest::McpStatus => {
-            let status = host.extensions.mcp_status(host.mcp_config_files());
-            reply(HostUpdate::Mcp(status)).await;
-        }
-        HostRequest::Shell {
-            command,
-            background,
-        } => {
-            let cwd = host.cwd.clone();
-            let updates = updates.clone();
-            let run = async move {
-                let out = tokio::process::Command::new("sh")
-                    .arg("-c")
-                    .arg(&command)
-                    .current_dir(&cwd)
-                    .stdin(std::process::Stdio::null())
-                    .output()
-                    .await;
-                let (output, is_error) = match out {
-                    Ok(out) => {
-                        let mut text = String::from_utf8_lossy(&out.stdout).into_owned();
-                        text.push_str(&String::from_utf8_lossy(&out.stderr));
-                        (text, !out.status.success())
-                    }
-                    Err(err) => (format!("cannot run the command: {err}"), true),
-                };
-                let _ = updates
-                    .send(HostUpdate::ShellOutput {
-                        command,
-                        output,
-                        is_error,
-                    })
-                    .await;
-            };
-            if background {
-                tokio::spawn(run);
-            } else {
-                run.await;
-            }
-        }
     }
     Ok(None)
 }
@@ -350,15 +269,14 @@ async fn serve(
 /// Pump events, operations and requests until the UI goes away. First the UI gets the skill
 /// list and the `warnings` of the startup (shown in its transcript).
 async fn host_loop(
-    host: Host,
+    launch: Arc<Launch>,
     mut opened: OpenedSession,
     mut channels: HostChannels,
+    skills: Vec<kimi_tui::SkillEntry>,
     warnings: Vec<String>,
 ) -> OpenedSession {
-    let _ = channels
-        .host_updates
-        .send(HostUpdate::Skills(host.extensions.skill_commands()))
-        .await;
+    let launch = &*launch;
+    let _ = channels.host_updates.send(HostUpdate::Skills(skills)).await;
     for warning in warnings {
         let _ = channels
             .host_updates
@@ -375,23 +293,18 @@ async fn host_loop(
             }
             op = channels.ops.recv() => {
                 let Some(op) = op else { break };
-                match expand_skill_command(op, &host.extensions.skills, &opened.session.state.id) {
-                    Ok(op) => {
-                        opened.agent.handle.send(op);
-                    }
-                    Err(message) => {
-                        let _ = channels.host_updates.send(HostUpdate::Error(message)).await;
-                    }
+                if let Err(err) = launch.host.send(&opened.session.state.id, op).await {
+                    let _ = channels.host_updates.send(HostUpdate::Error(err.to_string())).await;
                 }
             }
             request = channels.host_requests.recv() => {
                 let Some(request) = request else { break };
-                match serve(&host, &mut opened, request, &channels.host_updates).await {
+                match serve(launch, &mut opened, request, &channels.host_updates).await {
                     Ok(Some(next)) => {
                         let previous = std::mem::replace(&mut opened, next);
-                        close(previous).await;
+                        launch.close(previous).await;
                         let update = HostUpdate::SessionSwitched {
-                            info: host.info(&opened),
+                            info: launch.info(&opened),
                             transcript: transcript(&opened),
                         };
                         let _ = channels.host_updates.send(update).await;
@@ -425,17 +338,7 @@ pub fn run(args: &RunArgs) -> anyhow::Result<u8> {
     let model_name = model.provider.model().to_owned();
     let context_window = model.max_context_tokens;
     drop(model);
-    let mut host = Host {
-        extensions: std::sync::Arc::new(Extensions::without_mcp(&home, &cwd, &args.skills_dir)),
-        permissions: permission_state(&home, args)?,
-        home: home.clone(),
-        cwd: cwd.clone(),
-        args_model: args.model.clone(),
-        additional_dirs: args.add_dir.clone(),
-        model_name,
-        context_window,
-        agent: std::sync::Mutex::new(agent_choice(args)),
-    };
+    let permissions = permission_state(&home, args)?;
     let tui_config = TuiConfig::load(&home.join("tui.toml"))?;
     let no_color = std::env::var_os("NO_COLOR").is_some_and(|v| !v.is_empty());
     let full_screen = ["KIMI_RS_TUI_FULL_SCREEN", "KIMI_CODE_TUI_FULL_SCREEN"]
@@ -452,9 +355,22 @@ pub fn run(args: &RunArgs) -> anyhow::Result<u8> {
         .build()
         .context("cannot start the async runtime")?;
     runtime.block_on(async move {
-        let extensions = std::sync::Arc::new(Extensions::load(&home, &cwd, &args.skills_dir).await);
-        host.extensions = extensions.clone();
-        let opened = host.open(resume)?;
+        let extensions = Arc::new(Extensions::load(&home, &cwd, &args.skills_dir).await);
+        let factory = TuiSessions {
+            home: home.clone(),
+            args_model: args.model.clone(),
+            additional_dirs: args.add_dir.clone(),
+            permissions,
+            agent: Mutex::new(agent_choice(args)),
+            extensions: Mutex::new(Some(extensions.clone())),
+        };
+        let launch = Arc::new(Launch {
+            host: SessionHost::new(home.clone(), Arc::new(factory)),
+            cwd: cwd.clone(),
+            model_name,
+            context_window,
+        });
+        let opened = launch.open(resume)?;
         // Shown in the transcript, where the user sees them (stderr would scroll away).
         let warnings: Vec<String> = extensions
             .warnings
@@ -462,10 +378,12 @@ pub fn run(args: &RunArgs) -> anyhow::Result<u8> {
             .chain(&opened.warnings)
             .cloned()
             .collect();
+        let skills = extensions.skill_commands();
+        drop(extensions);
         let options = RunOptions {
             app: AppOptions::from_config(
                 &tui_config,
-                host.info(&opened),
+                launch.info(&opened),
                 Some(home.join("tui")),
                 cwd.clone(),
                 no_color,
@@ -476,16 +394,20 @@ pub fn run(args: &RunArgs) -> anyhow::Result<u8> {
             editor_command: editor,
         };
         let (ui, channels) = SessionChannels::pair(1024);
-        let pump = tokio::spawn(host_loop(host, opened, channels, warnings));
+        let pump = tokio::spawn(host_loop(
+            launch.clone(),
+            opened,
+            channels,
+            skills,
+            warnings,
+        ));
         let ui_result = kimi_tui::run(options, ui).await;
         let opened = pump
             .await
             .context("the session host stopped unexpectedly")?;
         let id = opened.session.state.id.clone();
-        close(opened).await;
-        if let Ok(extensions) = std::sync::Arc::try_unwrap(extensions) {
-            extensions.shutdown().await;
-        }
+        launch.close(opened).await;
+        launch.host.shutdown().await;
         ui_result?;
         eprintln!(
             "To resume this session: {}",
@@ -493,15 +415,4 @@ pub fn run(args: &RunArgs) -> anyhow::Result<u8> {
         );
         Ok(0)
     })
-}
-
-#[cfg(test)]
-mod tests {
-    #[test]
-    fn relative_times() {
-        assert_eq!(super::ago(5_000), "just now");
-        assert_eq!(super::ago(120_000), "2m ago");
-        assert_eq!(super::ago(7_200_000), "2h ago");
-        assert_eq!(super::ago(3 * 86_400_000), "3d ago");
-    }
 }

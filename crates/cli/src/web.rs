@@ -5,7 +5,7 @@
 use std::sync::Arc;
 
 use crate::cli::RunArgs;
-use crate::hosted::HostedSessions;
+use crate::hosted::server_host;
 
 /// Open the URL in the default browser; failing to is not an error (the URL is printed).
 fn open_browser(url: &str) {
@@ -24,7 +24,7 @@ fn open_browser(url: &str) {
 
 /// Serve until Ctrl-C. Exit status 0, or 1 when the server could not start or broke.
 pub fn run(args: &RunArgs, host: &str, port: Option<u16>, no_open: bool) -> anyhow::Result<u8> {
-    let session_host = Arc::new(HostedSessions::new(args, "kimi-rs web")?);
+    let session_host = Arc::new(server_host(args, "kimi-rs web")?);
     let home = session_host.home().to_owned();
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()

@@ -167,7 +167,14 @@ impl<O: Write, E: Write> TurnWriter for TextWriter<O, E> {
             | Event::PromptSteered { .. }
             | Event::ContextUndone { .. }
             | Event::Usage { .. }
-            | Event::Status { .. } => Ok(()),
+            | Event::Status { .. }
+            // Answers to host ops, which print mode never sends.
+            | Event::SessionList { .. }
+            | Event::TaskList { .. }
+            | Event::TaskStopped { .. }
+            | Event::TaskOutput { .. }
+            | Event::ShellOutput { .. }
+            | Event::McpStatus { .. } => Ok(()),
         }
     }
 
@@ -315,7 +322,14 @@ impl<O: Write> TurnWriter for JsonWriter<O> {
             | Event::Usage { .. }
             | Event::Status { .. }
             | Event::Warning { .. }
-            | Event::Error { .. } => Ok(()),
+            | Event::Error { .. }
+            // Answers to host ops, which print mode never sends.
+            | Event::SessionList { .. }
+            | Event::TaskList { .. }
+            | Event::TaskStopped { .. }
+            | Event::TaskOutput { .. }
+            | Event::ShellOutput { .. }
+            | Event::McpStatus { .. } => Ok(()),
         }
     }
 
