@@ -425,7 +425,8 @@ async fn a_session_streams_asks_writes_exits_and_resumes_in_a_real_terminal() {
 
 /// Skills and MCP servers in the interactive UI: a skill and two MCP servers in `$KIMI_RS_HOME`
 /// (the fixture server and one that cannot start). The failed server's warning shows in the
-/// transcript, `/` completion offers the skill, and `/mcp` lists both servers.
+/// transcript, `/` completion offers the skill, `/mcp` lists both servers, and a `!` command
+/// runs.
 #[test]
 fn mcp_panel_skill_completion_and_startup_warnings_in_a_real_terminal() {
     let work = tempfile::tempdir().unwrap();
@@ -477,6 +478,11 @@ fn mcp_panel_skill_completion_and_startup_warnings_in_a_real_terminal() {
     );
     assert!(row("gone").starts_with("gone failed stdio"), "{panel}");
     assert!(panel.contains("error:"), "{panel}");
+
+    // A `!` command runs through the session host (`Op::Shell`) and its output comes back
+    // as an event: the arithmetic is only in the output, never in what was typed.
+    s.send(b"!echo shell-via-host-$((6*7))\r");
+    s.wait_for("the shell command's output", |t| t.contains("shell-via-host-42"));
 
     s.send(b"\x04");
     let (status, text) = s.wait_exit("Ctrl-D");
