@@ -26,8 +26,8 @@ use kimi_protocol::ops::{ApprovalDecision, ApprovalRequest, Event, Op, TurnEndRe
 use tokio::sync::{mpsc, oneshot};
 use tokio_util::compat::{TokioAsyncReadCompatExt, TokioAsyncWriteCompatExt};
 
-use kimi_core::host::SessionHost;
 use crate::convert;
+use kimi_core::host::SessionHost;
 
 /// How a prompt's turn ended.
 struct Outcome {
@@ -268,9 +268,7 @@ fn open(
     let loading = matches!(resume, Resume::Id(_));
     let opened = host
         .open(cwd, resume, Some(&servers))
-        .map_err(|err| {
-            AcpError::internal_error().data(serde_json::Value::from(err.to_string()))
-        })?;
+        .map_err(|err| AcpError::internal_error().data(serde_json::Value::from(err.to_string())))?;
     let mode = mode_of(&opened.agent.handle);
     let id = opened.session.state.id.clone();
     if loading {

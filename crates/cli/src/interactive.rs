@@ -5,8 +5,8 @@
 //! shell commands, `/mcp`) included — goes through it; their answers come back as events.
 //! What stays here is this terminal's own business, served over the TUI's `HostRequest`
 //! channel: which session the terminal is attached to (`/new`, resuming from the picker), the
-//! terminal's clipboard (OSC 52), writing the markdown file the UI rendered, `/title`, `/init`,
-//! and what the launch tells the UI once (skill completions, startup warnings).
+//! terminal's clipboard (OSC 52), writing the markdown file the UI rendered, and what the
+//! launch tells the UI once (skill completions, startup warnings).
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -17,9 +17,7 @@ use base64::Engine as _;
 use kimi_core::host::{SessionExtras, SessionFactory, SessionHost};
 use kimi_core::permission::{ModeInputs, PermissionState, load_rules_from_str, resolve_mode};
 use kimi_core::session::{AgentChoice, OpenedSession, Resume, SessionSetup};
-use kimi_protocol::ContentPart;
 use kimi_protocol::ops::Op;
-use kimi_store::{Home, SessionStore};
 use kimi_tui::{
     AppOptions, HostChannels, HostRequest, HostUpdate, RunOptions, SessionChannels, SessionInfo,
     TuiConfig,
@@ -29,8 +27,6 @@ use crate::cli::RunArgs;
 use crate::extensions::Extensions;
 use crate::print::resume_hint_command;
 use crate::run::{agent_choice, resolve_model, setup};
-
-const INIT_PROMPT: &str = "Analyze this repository and write an AGENTS.md at its root for coding agents: what the project is, how it is laid out, how to build, test and lint it, the conventions the code follows, and anything an agent must not do. Keep it short and factual; read the code before you write.";
 
 /// The terminal's side of opening sessions: one working directory, the skills and MCP
 /// servers loaded once for the launch.
@@ -179,7 +175,7 @@ fn transcript(opened: &OpenedSession) -> Vec<kimi_protocol::Message> {
 /// What the launch does with one UI request; `Some(session)` when the session changed.
 async fn serve(
     launch: &Launch,
-    opened: &mut OpenedSession,
+    opened: &OpenedSession,
     request: HostRequest,
     updates: &tokio::sync::mpsc::Sender<HostUpdate>,
 ) -> anyhow::Result<Option<OpenedSession>> {
@@ -237,31 +233,6 @@ async fn serve(
             let _ = err.flush();
             reply(HostUpdate::Notice("copied to the clipboard".to_owned())).await;
         }
-        HostRequest::SetTitle { title: None } => {
-            let title = opened
-                .session
-                .state
-                .title
-                .clone()
-                .unwrap_or_else(|| "(untitled)".to_owned());
-            reply(HostUpdate::Notice(format!("title: {title}"))).await;
-        }
-        HostRequest::SetTitle { title: Some(title) } => {
-            let store = SessionStore::new(Home::new(launch.host.home()));
-            let title: String = title.chars().take(200).collect();
-            opened.session.state.title = Some(title);
-            opened.session.state.title_kind = Some("custom".to_owned());
-            match store.update(&mut opened.session) {
-                Ok(()) => reply(HostUpdate::Info(launch.info(opened))).await,
-                Err(err) => reply(HostUpdate::Error(err.to_string())).await,
-            }
-        }
-        HostRequest::Init => {
-            opened.agent.handle.send(Op::Submit {
-                input: vec![ContentPart::text(INIT_PROMPT)],
-                origin: None,
-            });
-        }
     }
     Ok(None)
 }
@@ -299,7 +270,7 @@ async fn host_loop(
             }
             request = channels.host_requests.recv() => {
                 let Some(request) = request else { break };
-                match serve(launch, &mut opened, request, &channels.host_updates).await {
+                match serve(launch, &opened, request, &channels.host_updates).await {
                     Ok(Some(next)) => {
                         let previous = std::mem::replace(&mut opened, next);
                         launch.close(previous).await;

@@ -482,7 +482,9 @@ fn mcp_panel_skill_completion_and_startup_warnings_in_a_real_terminal() {
     // A `!` command runs through the session host (`Op::Shell`) and its output comes back
     // as an event: the arithmetic is only in the output, never in what was typed.
     s.send(b"!echo shell-via-host-$((6*7))\r");
-    s.wait_for("the shell command's output", |t| t.contains("shell-via-host-42"));
+    s.wait_for("the shell command's output", |t| {
+        t.contains("shell-via-host-42")
+    });
 
     s.send(b"\x04");
     let (status, text) = s.wait_exit("Ctrl-D");

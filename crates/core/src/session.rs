@@ -246,6 +246,27 @@ impl crate::engine::runtime::SessionMeta for StoredMeta {
             tracing::warn!("cannot update the session metadata: {err}");
         }
     }
+
+    fn title(&self) -> Option<String> {
+        self.session
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .state
+            .title
+            .clone()
+    }
+
+    fn set_title(&self, title: &str) -> Result<(), String> {
+        let mut session = self
+            .session
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        session.state.title = Some(title.to_owned());
+        session.state.title_kind = Some("custom".to_owned());
+        self.store
+            .update(&mut session)
+            .map_err(|err| format!("cannot save the session's title: {err}"))
+    }
 }
 
 /// The newest non-archived session of `cwd` that has had a prompt (sessions opened and left

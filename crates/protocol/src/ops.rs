@@ -126,6 +126,12 @@ pub enum Op {
     },
     /// Answered with `Event::McpStatus`.
     McpStatus,
+    /// Name the session (`/title <text>`, kept over later prompts), or with `None` ask for its
+    /// title; answered with `Event::SessionTitle`.
+    SetTitle {
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        title: Option<String>,
+    },
 }
 
 impl Op {
@@ -139,6 +145,7 @@ impl Op {
                 | Op::TaskOutput { .. }
                 | Op::Shell { .. }
                 | Op::McpStatus
+                | Op::SetTitle { .. }
         )
     }
 }
@@ -322,6 +329,12 @@ pub enum Event {
     },
     #[serde(rename = "mcp.status")]
     McpStatus { status: McpStatus },
+    /// The session's title (`None` while untitled); `changed` when `Op::SetTitle` set it.
+    #[serde(rename = "session.title")]
+    SessionTitle {
+        title: Option<String>,
+        changed: bool,
+    },
 }
 
 #[cfg(test)]
@@ -358,8 +371,7 @@ mod tests {
         let op: Op = serde_json::from_value(json!({"op": "list_sessions"})).unwrap();
         assert_eq!(op, Op::ListSessions { all: false });
         assert!(op.is_host_op());
-        let op: Op =
-            serde_json::from_value(json!({"op": "shell", "command": "ls"})).unwrap();
+        let op: Op = serde_json::from_value(json!({"op": "shell", "command": "ls"})).unwrap();
         assert_eq!(
             op,
             Op::Shell {

@@ -529,6 +529,13 @@ impl App {
                 is_error,
             }),
             Event::McpStatus { status } => self.push(CellKind::Mcp(status)),
+            Event::SessionTitle { title, changed } => {
+                self.info.title = title.clone().unwrap_or_default();
+                if !changed {
+                    let title = title.unwrap_or_else(|| "(untitled)".to_owned());
+                    self.notice(NoticeLevel::Info, format!("title: {title}"));
+                }
+            }
         }
     }
 

@@ -4,9 +4,8 @@
 //! `HostRequest` (UI → launch) and `HostUpdate` (launch → UI) carry only what is this UI's
 //! own business and no other front end has: which session the terminal is attached to (`/new`,
 //! resuming from the picker — an op goes *to* a session, switching is not one), the terminal's
-//! clipboard (OSC 52), writing the markdown file the UI rendered from its transcript, `/title`
-//! and `/init` as the terminal offers them, and what the launch tells this UI once (its
-//! skill completions, startup warnings, the `@` file index).
+//! clipboard (OSC 52), writing the markdown file the UI rendered from its transcript, and what
+//! the launch tells this UI once (its skill completions, startup warnings, the `@` file index).
 
 use kimi_protocol::message::Message;
 use kimi_protocol::ops::{Event, Op, PermissionMode};
@@ -27,10 +26,6 @@ pub enum HostRequest {
     },
     /// `/copy`: put `text` on the clipboard (native or OSC 52).
     CopyToClipboard { text: String },
-    /// `/title [text]`: `None` asks for the current title (answer with `Notice`).
-    SetTitle { title: Option<String> },
-    /// `/init`: run the AGENTS.md-writing prompt.
-    Init,
 }
 
 /// One row of the task browser (`Event::TaskList`).
@@ -91,7 +86,7 @@ pub enum HostUpdate {
         info: SessionInfo,
         transcript: Vec<Message>,
     },
-    /// New facts (model changed, title set …).
+    /// New facts (model changed …).
     Info(SessionInfo),
     Notice(String),
     Error(String),

@@ -14,6 +14,9 @@ use crate::dialogs::{Dialog, DialogResult, Picker, PickerItem, PickerKind};
 use crate::files::{index_files, match_files};
 use crate::host::HostRequest;
 
+/// `/init`: the prompt that has the agent write the repository's AGENTS.md.
+pub const INIT_PROMPT: &str = "Analyze this repository and write an AGENTS.md at its root for coding agents: what the project is, how it is laid out, how to build, test and lint it, the conventions the code follows, and anything an agent must not do. Keep it short and factual; read the code before you write.";
+
 /// Two presses within this window count as a double press.
 const DOUBLE_PRESS: Duration = Duration::from_millis(1500);
 /// Rows in the completion popup.
@@ -427,7 +430,7 @@ impl App {
                 self.op(Op::ListTasks);
             }
             Command::Mcp => self.op(Op::McpStatus),
-            Command::Title => self.emit(UiAction::Host(HostRequest::SetTitle { title: arg })),
+            Command::Title => self.op(Op::SetTitle { title: arg }),
             Command::Usage => {
                 let u = self.session_usage;
                 let window = self.info.context_window;
@@ -469,7 +472,10 @@ impl App {
                 Some(text) => self.emit(UiAction::Host(HostRequest::CopyToClipboard { text })),
                 None => self.notice(NoticeLevel::Warning, "There is no answer to copy yet."),
             },
-            Command::Init => self.emit(UiAction::Host(HostRequest::Init)),
+            Command::Init => self.op(Op::Submit {
+                input: vec![kimi_protocol::ContentPart::text(INIT_PROMPT)],
+                origin: None,
+            }),
             Command::Exit => self.emit(UiAction::Exit),
             Command::Version => {
                 let v = self.info.version.clone();

@@ -202,7 +202,8 @@ pub fn convert(event: &Event) -> Option<(&'static str, Value, bool)> {
         | Event::TaskStopped { .. }
         | Event::TaskOutput { .. }
         | Event::ShellOutput { .. }
-        | Event::McpStatus { .. } => None,
+        | Event::McpStatus { .. }
+        | Event::SessionTitle { .. } => None,
     }
 }
 

@@ -16,11 +16,11 @@ use serde_json::{Value, json};
 use tokio::sync::{broadcast, mpsc};
 use tokio::task::JoinHandle;
 
-use kimi_core::host::SessionHost;
-use kimi_protocol::host::SessionSummary;
 use crate::error::{ApiError, code};
 use crate::events::{self, EventBuffer, Frame, MAX_EVENT_BUFFER, Resync};
 use crate::questions::PendingQuestion;
+use kimi_core::host::SessionHost;
+use kimi_protocol::host::SessionSummary;
 
 /// Frames a subscriber may lag behind the live channel before it must resync.
 const CHANNEL_CAPACITY: usize = MAX_EVENT_BUFFER;

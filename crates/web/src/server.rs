@@ -14,12 +14,12 @@ use axum::response::{Html, IntoResponse, Response};
 use axum::routing::{get, post};
 use tokio::net::TcpListener;
 
-use kimi_core::host::SessionHost;
 use crate::auth;
 use crate::error::{ApiError, REQUEST_ID, code, is_ulid, new_ulid};
 use crate::live::Registry;
 use crate::questions;
 use crate::rest;
+use kimi_core::host::SessionHost;
 
 /// The reference's default port.
 pub const DEFAULT_PORT: u16 = 58627;

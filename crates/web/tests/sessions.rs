@@ -93,7 +93,12 @@ async fn the_session_list_comes_from_the_session_host() {
 
     let with_archived = get(addr, &token, "/api/v1/sessions?include_archive=true").await;
     assert_eq!(with_archived["data"]["items"].as_array().unwrap().len(), 2);
-    let one = get(addr, &token, &format!("/api/v1/sessions/{}", archived.state.id)).await;
+    let one = get(
+        addr,
+        &token,
+        &format!("/api/v1/sessions/{}", archived.state.id),
+    )
+    .await;
     assert_eq!(one["data"]["archived"], true);
 
     stop.send(()).unwrap();

@@ -174,7 +174,8 @@ impl<O: Write, E: Write> TurnWriter for TextWriter<O, E> {
             | Event::TaskStopped { .. }
             | Event::TaskOutput { .. }
             | Event::ShellOutput { .. }
-            | Event::McpStatus { .. } => Ok(()),
+            | Event::McpStatus { .. }
+        | Event::SessionTitle { .. } => Ok(()),
         }
     }
 
@@ -329,7 +330,8 @@ impl<O: Write> TurnWriter for JsonWriter<O> {
             | Event::TaskStopped { .. }
             | Event::TaskOutput { .. }
             | Event::ShellOutput { .. }
-            | Event::McpStatus { .. } => Ok(()),
+            | Event::McpStatus { .. }
+        | Event::SessionTitle { .. } => Ok(()),
         }
     }
 

@@ -164,7 +164,8 @@ async fn dispatch(rt: Arc<Runtime>, mut ops: mpsc::UnboundedReceiver<Op>) {
             | Op::StopTask { .. }
             | Op::TaskOutput { .. }
             | Op::Shell { .. }
-            | Op::McpStatus) => rt.emit(Event::Error {
+            | Op::McpStatus
+            | Op::SetTitle { .. }) => rt.emit(Event::Error {
                 message: format!(
                     "{op:?} is answered by the session host (kimi_core::host::SessionHost), not by the agent; send it through the host"
                 ),

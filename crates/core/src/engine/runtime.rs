@@ -33,6 +33,16 @@ pub trait PermissionPolicy: Send + Sync {
 pub trait SessionMeta: Send + Sync {
     /// A user prompt is starting a turn.
     fn prompt_started(&self, prompt: &str);
+
+    /// The session's title (`None` while untitled).
+    fn title(&self) -> Option<String> {
+        None
+    }
+
+    /// Name the session; the name is kept over later prompts.
+    fn set_title(&self, _title: &str) -> Result<(), String> {
+        Err("this session keeps no metadata, so it cannot be named".to_owned())
+    }
 }
 
 /// Approve everything (yolo without labels); used until a real chain is configured and by tests.

@@ -19,6 +19,8 @@ pub(super) struct Context<'a> {
 
 /// The task browser shows this much of each task's output.
 const TAIL_BYTES: u64 = 4096;
+/// A title is cut to this many characters.
+const TITLE_CHARS: usize = 200;
 /// `Op::TaskOutput` without `max_bytes`.
 const OUTPUT_BYTES: u64 = 32 * 1024;
 
@@ -88,6 +90,25 @@ pub(super) async fn answer(ctx: &Context<'_>, op: Op) {
         Op::McpStatus => rt.emit(Event::McpStatus {
             status: ctx.extras.mcp_status(),
         }),
+        Op::SetTitle { title } => match (&rt.config.session_meta, title) {
+            (None, _) => rt.emit(Event::Error {
+                message: "this session keeps no metadata, so it has no title".to_owned(),
+            }),
+            (Some(meta), None) => rt.emit(Event::SessionTitle {
+                title: meta.title(),
+                changed: false,
+            }),
+            (Some(meta), Some(title)) => {
+                let title: String = title.chars().take(TITLE_CHARS).collect();
+                match meta.set_title(&title) {
+                    Ok(()) => rt.emit(Event::SessionTitle {
+                        title: Some(title),
+                        changed: true,
+                    }),
+                    Err(message) => rt.emit(Event::Error { message }),
+                }
+            }
+        },
         other => rt.emit(Event::Error {
             message: format!("the session host does not answer {other:?}; send it to the agent"),
         }),

@@ -111,7 +111,7 @@ async fn run(host: &SessionHost, opened: &mut OpenedSession, prompt: &str) {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn the_host_answers_session_listing_tasks_shell_and_mcp_status_as_events() {
+async fn the_host_answers_session_listing_titles_tasks_shell_and_mcp_status_as_events() {
     let dirs = Dirs::new();
     let other = tempfile::tempdir().unwrap();
     let other_cwd = std::fs::canonicalize(other.path()).unwrap();
@@ -182,8 +182,39 @@ async fn the_host_answers_session_listing_tasks_shell_and_mcp_status_as_events()
     let direct = host.list_sessions(Some(&dirs.cwd())).unwrap();
     assert_eq!(direct, sessions);
 
+    // The title: named by the first prompt, renamed by the user, kept over later prompts.
+    host.send(&a_id, Op::SetTitle { title: None })
+        .await
+        .unwrap();
+    let title = next(&mut a, |e| matches!(e, Event::SessionTitle { .. })).await;
+    assert_eq!(
+        title,
+        Event::SessionTitle {
+            title: Some("hello".into()),
+            changed: false
+        }
+    );
+    host.send(
+        &a_id,
+        Op::SetTitle {
+            title: Some("Parser work".into()),
+        },
+    )
+    .await
+    .unwrap();
+    let title = next(&mut a, |e| matches!(e, Event::SessionTitle { .. })).await;
+    assert_eq!(
+        title,
+        Event::SessionTitle {
+            title: Some("Parser work".into()),
+            changed: true
+        }
+    );
+
     // Background tasks: listed, their output read, stopped.
     run(&host, &mut a, "start the long job").await;
+    let renamed = host.session(&a_id).unwrap().unwrap();
+    assert_eq!(renamed.title.as_deref(), Some("Parser work"));
     host.send(&a_id, Op::ListTasks).await.unwrap();
     let Event::TaskList { tasks } = next(&mut a, |e| matches!(e, Event::TaskList { .. })).await
     else {

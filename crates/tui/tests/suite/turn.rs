@@ -424,10 +424,16 @@ fn slash_commands_map_to_ops_and_host_requests() {
     assert_eq!(acts[1], UiAction::Op(Op::SetPlanMode { enabled: true }));
     assert_eq!(acts[2], UiAction::Op(Op::Undo { count: 2 }));
     assert_eq!(acts[3], UiAction::Host(HostRequest::NewSession));
-    assert_eq!(acts[4], UiAction::Host(HostRequest::Init));
+    assert_eq!(
+        acts[4],
+        UiAction::Op(Op::Submit {
+            input: text(kimi_tui::input::INIT_PROMPT),
+            origin: None
+        })
+    );
     assert_eq!(
         acts[5],
-        UiAction::Host(HostRequest::SetTitle {
+        UiAction::Op(Op::SetTitle {
             title: Some("Refactor".into())
         })
     );
