@@ -364,7 +364,7 @@ pub async fn serve(
             async move |request: NewSessionRequest, responder, cx| {
                 let cwd: PathBuf = request.cwd;
                 let servers = convert::mcp_servers_json(&request.mcp_servers);
-                match open(&*new_host, &cx, &s_new, &cwd, Resume::New, servers) {
+                match open(&new_host, &cx, &s_new, &cwd, Resume::New, servers) {
                     Ok(opened) => {
                         responder.respond(
                             NewSessionResponse::new(opened.id.clone())
@@ -390,7 +390,7 @@ pub async fn serve(
                 }
                 let servers = convert::mcp_servers_json(&request.mcp_servers);
                 match open(
-                    &*load_host,
+                    &load_host,
                     &cx,
                     &s_load,
                     &request.cwd,

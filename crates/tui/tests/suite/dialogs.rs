@@ -224,11 +224,10 @@ fn question_dialog_answers_parse_in_the_engine_format() {
 
 fn sessions() -> Vec<SessionSummary> {
     // Updated two hours (and a few seconds) ago: the picker says "2h ago".
-    let two_hours_ago = std::time::SystemTime::now()
+    let now = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
-        .unwrap()
-        .as_millis() as u64
-        - 7_205_000;
+        .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX));
+    let two_hours_ago = now - 7_205_000;
     let s = |id: &str, title: &str, this_dir: bool| SessionSummary {
         id: id.into(),
         title: Some(title.into()),
