@@ -1,5 +1,6 @@
 //! The kimi-rs engine: sessions, agent/turn/tool state machines, the step gate, the tool
-//! executor, permissions and hooks. Front ends talk to it only through `kimi_protocol::ops`.
+//! executor, permissions and hooks. Front ends talk to it only through `kimi_protocol::ops`,
+//! and open, list and drive sessions through the one [`host::SessionHost`].
 
 pub mod cron;
 pub mod engine;
