@@ -64,11 +64,6 @@ pub trait SessionExtras: Send + Sync {
     }
 }
 
-/// No extras: no skills, no MCP servers.
-pub struct NoExtras;
-
-impl SessionExtras for NoExtras {}
-
 /// The launch's side of opening a session, implemented by the binary.
 #[async_trait::async_trait]
 pub trait SessionFactory: Send + Sync + 'static {
@@ -150,11 +145,6 @@ impl SessionHost {
             },
         );
         Ok(opened)
-    }
-
-    /// Whether `session_id` is open in this host.
-    pub fn is_open(&self, session_id: &str) -> bool {
-        self.sessions().contains_key(session_id)
     }
 
     /// The session was shut down by its front end: forget it.
