@@ -1,0 +1,134 @@
+//! What the parser found wrong with a file: one [`Diagnostic`] per problem, with the file, the
+//! 1-based line, the dotted key path, the message and (for unknown keys) the closest known key.
+
+use std::fmt;
+use std::path::{Path, PathBuf};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Severity {
+    /// Something is ignored (an unknown, deprecated or unsupported key); start-up goes on.
+    Warning,
+    /// The file, or a key in it, cannot be used as written; kimi-rs refuses to start.
+    Error,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Diagnostic {
+    pub severity: Severity,
+    pub file: PathBuf,
+    /// 1-based; `None` when the problem has no place in the file (an environment variable).
+    pub line: Option<usize>,
+    /// Dotted key path (`loop_control.max_steps_per_turn`, `hooks.0.command`); empty for the
+    /// whole file.
+    pub key: String,
+    pub message: String,
+    /// The known key closest to an unknown one.
+    pub suggestion: Option<String>,
+}
+
+impl Diagnostic {
+    pub fn is_error(&self) -> bool {
+        self.severity == Severity::Error
+    }
+}
+
+impl fmt::Display for Diagnostic {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}", self.file.display())?;
+        if let Some(line) = self.line {
+            write!(f, ":{line}")?;
+        }
+        f.write_str(": ")?;
+        if !self.key.is_empty() {
+            write!(f, "`{}`: ", self.key)?;
+        }
+        f.write_str(&self.message)?;
+        if let Some(suggestion) = &self.suggestion {
+            write!(f, " (did you mean `{suggestion}`?)")?;
+        }
+        Ok(())
+    }
+}
+
+/// The errors of a configuration that cannot be used, for the binary to refuse to start with.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{}", render_errors(.0))]
+pub struct ConfigErrors(pub Vec<Diagnostic>);
+
+fn render_errors(errors: &[Diagnostic]) -> String {
+    let mut out = String::from("the configuration cannot be used:");
+    for error in errors {
+        out.push_str("\n  ");
+        out.push_str(&error.to_string());
+    }
+    out.push_str(
+        "\nFix the keys named above (run `kimi-rs doctor` to see every problem) and start again.",
+    );
+    out
+}
+
+/// 1-based line of byte `offset` in `text`.
+pub fn line_of(text: &str, offset: usize) -> usize {
+    let end = offset.min(text.len());
+    // `offset` comes from the parser, so it is on a char boundary; count bytes to be safe.
+    text.as_bytes()[..end]
+        .iter()
+        .filter(|b| **b == b'\n')
+        .count()
+        + 1
+}
+
+/// The candidate closest to `name`, when it is close enough to be a likely typo.
+pub fn did_you_mean<'a>(
+    name: &str,
+    candidates: impl IntoIterator<Item = &'a str>,
+) -> Option<String> {
+    candidates
+        .into_iter()
+        .map(|c| (strsim::damerau_levenshtein(name, c), c))
+        .filter(|(d, c)| *d <= 2.max(c.len().min(name.len()) / 4) && *d > 0)
+        .min_by_key(|(d, _)| *d)
+        .map(|(_, c)| c.to_owned())
+}
+
+pub(crate) struct Sink<'a> {
+    pub file: &'a Path,
+    pub text: &'a str,
+    pub out: &'a mut Vec<Diagnostic>,
+}
+
+impl Sink<'_> {
+    pub fn push(
+        &mut self,
+        severity: Severity,
+        offset: Option<usize>,
+        key: &str,
+        message: String,
+        suggestion: Option<String>,
+    ) {
+        self.out.push(Diagnostic {
+            severity,
+            file: self.file.to_path_buf(),
+            line: offset.map(|o| line_of(self.text, o)),
+            key: key.to_owned(),
+            message,
+            suggestion,
+        });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn suggests_close_keys_only() {
+        let keys = ["max_steps_per_turn", "max_attempts_per_step"];
+        assert_eq!(
+            did_you_mean("max_stepz_per_turn", keys).as_deref(),
+            Some("max_steps_per_turn")
+        );
+        assert_eq!(did_you_mean("frobnicate", keys), None);
+        assert_eq!(line_of("a\nb\nc", 2), 2);
+    }
+}
