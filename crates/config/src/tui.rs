@@ -142,7 +142,6 @@ fn parse_keys(text: &str, path: &Path, out: &mut Vec<Diagnostic>) -> TuiKeys {
         }
     };
     let table = root.get_ref();
-    let mut keys_out = TuiKeys::default();
     let mut ignored = Vec::new();
     let value = toml::Spanned::new(root.span(), toml::de::DeValue::Table(table.clone()));
     let result: Result<TuiKeys, _> =
@@ -165,8 +164,8 @@ fn parse_keys(text: &str, path: &Path, out: &mut Vec<Diagnostic>) -> TuiKeys {
             did_you_mean(last, known(parent).iter().copied()),
         );
     }
-    match result {
-        Ok(keys) => keys_out = keys,
+    let keys_out = match result {
+        Ok(keys) => keys,
         Err(err) => {
             sink.push(
                 Severity::Error,
@@ -180,7 +179,7 @@ fn parse_keys(text: &str, path: &Path, out: &mut Vec<Diagnostic>) -> TuiKeys {
             );
             return TuiKeys::default();
         }
-    }
+    };
     for (path, why) in UNSUPPORTED {
         let path: Vec<String> = path.iter().map(|s| (*s).to_owned()).collect();
         if let Some(span) = crate::parse::span_of(table, &path) {

@@ -19,7 +19,7 @@ use crate::engine::log::{AgentLog, Restored};
 use crate::engine::permissions::ChainPolicy;
 use crate::engine::records::profile_bind;
 use crate::engine::runtime::{AgentConfig, PermissionPolicy};
-use crate::hooks::{CommonPayload, HookEventData, HookRunner, HookSet, load_hooks_from_str};
+use crate::hooks::{CommonPayload, HookEventData, HookRunner, load_hooks};
 use crate::permission::{PermissionState, SessionApprovals, Workspace};
 use crate::plan::PlanMode;
 use crate::plan::tools::{EnterPlanModeTool, ExitPlanModeTool};
@@ -89,6 +89,9 @@ pub struct SessionSetup {
     pub extensions: SessionExtensions,
     /// The main agent's profile (new sessions only).
     pub agent: AgentChoice,
+    /// The parsed config.toml (the front end reads it once); hooks, the sandbox, cron, tool
+    /// settings, `[tools]`, `extra_agent_dirs` and compaction thresholds come from here.
+    pub config: Arc<kimi_config::Config>,
 }
 
 /// Builds tools for the session with the given id.
@@ -148,18 +151,14 @@ fn sandbox_launcher(
     home: &Path,
     cwd: &Path,
     additional: &[PathBuf],
+    config: &kimi_config::Config,
 ) -> Result<Vec<String>, String> {
     use crate::permission::sandbox::{
-        SandboxMode, SandboxPolicy, SandboxSupport, helper_command, probe, sandbox_mode_from_config,
+        SandboxMode, SandboxPolicy, SandboxSupport, helper_command, probe, sandbox_mode,
     };
-    let path = home.join("config.toml");
-    let Ok(text) = std::fs::read_to_string(&path) else {
-        return Ok(Vec::new());
-    };
-    let Ok(config) = toml::from_str::<toml::Value>(&text) else {
-        return Ok(Vec::new());
-    };
-    match sandbox_mode_from_config(&config).map_err(|e| format!("{}: {e}", path.display()))? {
+    match sandbox_mode(config.sandbox.mode.as_deref())
+        .map_err(|e| format!("{}: {e}", config.path.display()))?
+    {
         SandboxMode::Off => return Ok(Vec::new()),
         SandboxMode::WorkspaceWrite => {}
     }
@@ -182,29 +181,20 @@ fn sandbox_launcher(
     Ok(argv)
 }
 
-/// `[[hooks]]` from the home's config.toml (re-read when it changes); invalid entries are
+/// `[[hooks]]` of the parsed config (re-read when the file changes); invalid entries are
 /// reported and left out.
-fn load_hooks(
-    home: &Path,
+fn session_hooks(
+    config: &kimi_config::Config,
     cwd: &Path,
     session_id: &str,
 ) -> (Option<Arc<EngineHooks>>, Vec<String>) {
-    let path = home.join("config.toml");
-    let text = std::fs::read_to_string(&path).unwrap_or_default();
-    let (set, warnings) = match load_hooks_from_str(&text) {
-        Ok(loaded) => {
-            let warnings = loaded
-                .errors
-                .iter()
-                .map(|e| format!("{}: {e}", path.display()))
-                .collect();
-            (loaded.hooks, warnings)
-        }
-        Err(err) => (
-            HookSet::default(),
-            vec![format!("{}: {err}", path.display())],
-        ),
-    };
+    let loaded = load_hooks(&config.hooks);
+    let warnings = loaded
+        .errors
+        .iter()
+        .map(|e| format!("{}: {e}", config.path.display()))
+        .collect();
+    let set = loaded.hooks;
     let hooks = EngineHooks::new(
         set,
         HookRunner::new(cwd),
@@ -214,7 +204,7 @@ fn load_hooks(
             client_type: "kimi_rs_cli".to_owned(),
             session_title: None,
         },
-        Some(path),
+        Some(config.clone()),
     );
     (Some(Arc::new(hooks)), warnings)
 }
@@ -295,7 +285,11 @@ pub fn open_session(setup: SessionSetup) -> Result<OpenedSession, SessionError> 
         AgentChoice::File(path) => Some(setup.cwd.join(path)),
         AgentChoice::Default | AgentChoice::Named(_) => None,
     };
-    let dirs = AgentDirs::standard(&setup.home, std::env::home_dir().as_deref(), &setup.cwd);
+    let mut dirs = AgentDirs::standard(&setup.home, std::env::home_dir().as_deref(), &setup.cwd);
+    // `extra_agent_dirs`: user-level roots (`~` expanded, relative ones from the project).
+    for dir in &setup.config.extra_agent_dirs {
+        dirs.user.push(expand_dir(dir, &setup.cwd));
+    }
     let (catalog, mut warnings) = ProfileCatalog::load(&dirs, explicit.as_deref())?;
     let target = match &setup.resume {
         Resume::New => None,
@@ -346,6 +340,7 @@ pub fn open_session(setup: SessionSetup) -> Result<OpenedSession, SessionError> 
     ctx.additional_dirs = setup.additional_dirs.clone();
     ctx.env = setup.tool_env.clone();
     ctx.skill_roots = setup.extensions.skill_roots.clone();
+    apply_tool_settings(&mut ctx, &setup.config.background, &agent_dir);
     // `--plan` / `default_plan_mode` turn plan mode on at start; a resumed session also keeps
     // the state its journal last recorded.
     let start_in_plan = setup
@@ -373,15 +368,21 @@ pub fn open_session(setup: SessionSetup) -> Result<OpenedSession, SessionError> 
         }
         None => setup.permissions,
     };
-    let cron_options = CronOptions::from_env();
+    let cron_options = CronOptions::from_config(&setup.config.cron);
     let cron =
         (!cron_options.disabled).then(|| CronService::new(cron_options, restored.cron.clone()));
-    let (hooks, hook_warnings) = load_hooks(&setup.home, &setup.cwd, &session.state.id);
+    let (hooks, hook_warnings) = session_hooks(&setup.config, &setup.cwd, &session.state.id);
     warnings.extend(hook_warnings);
-    match sandbox_launcher(&setup.home, &setup.cwd, &setup.additional_dirs) {
+    match sandbox_launcher(
+        &setup.home,
+        &setup.cwd,
+        &setup.additional_dirs,
+        &setup.config,
+    ) {
         Ok(launcher) => ctx.settings.launcher = launcher,
         Err(warning) => warnings.push(warning),
     }
+    let compaction = compaction_config(&setup.config.loop_control);
     let mut extension_tools = setup.extensions.tools.clone();
     for factory in &setup.extensions.session_tools {
         extension_tools.extend(factory(&session.state.id));
@@ -394,6 +395,7 @@ pub fn open_session(setup: SessionSetup) -> Result<OpenedSession, SessionError> 
         max_context_tokens: setup.max_context_tokens,
         max_steps_per_turn: setup.max_steps_per_turn,
         retry: setup.retry.clone(),
+        compaction,
         permissions: permissions.clone(),
         hooks: hooks.clone(),
         base_ctx: ctx.clone(),
@@ -418,6 +420,7 @@ pub fn open_session(setup: SessionSetup) -> Result<OpenedSession, SessionError> 
             &subagents,
             &plan,
             cron.as_ref(),
+            &setup.config.tools,
         )),
         tool_ctx: Arc::new(ctx),
         permissions,
@@ -427,6 +430,7 @@ pub fn open_session(setup: SessionSetup) -> Result<OpenedSession, SessionError> 
             session: std::sync::Mutex::new(session.clone()),
         })),
         plan: Some(plan.clone()),
+        compaction,
     };
     let queued = restored.queued_prompts.clone();
     let bind = restored.system_prompt.is_none();
@@ -522,6 +526,7 @@ fn main_registry(
     subagents: &Arc<SubagentHost>,
     plan: &Arc<PlanMode>,
     cron: Option<&Arc<CronService>>,
+    allowed: &kimi_config::Tools,
 ) -> kimi_tools::ToolRegistry {
     let mut all = kimi_tools::builtin::default_registry();
     for tool in extension_tools {
@@ -536,7 +541,49 @@ fn main_registry(
         all.register(Arc::new(CronListTool::new(cron.clone())));
         all.register(Arc::new(CronDeleteTool::new(cron.clone())));
     }
-    let tools: Vec<Arc<dyn kimi_tools::Tool>> =
-        all.names().iter().filter_map(|n| all.get(n)).collect();
+    // `[tools] enabled/disabled` decide which tools exist at all, before the profile's list.
+    let tools: Vec<Arc<dyn kimi_tools::Tool>> = all
+        .names()
+        .iter()
+        .filter(|n| allowed.allows(n))
+        .filter_map(|n| all.get(n))
+        .collect();
     registry_for(profile, &tools)
+}
+
+/// `~/x` from the user's home, a relative path from `cwd`.
+fn expand_dir(dir: &str, cwd: &Path) -> PathBuf {
+    match (dir.strip_prefix("~/"), std::env::home_dir()) {
+        (Some(rest), Some(home)) => home.join(rest),
+        _ => cwd.join(dir),
+    }
+}
+
+/// `[loop_control] compaction_trigger_ratio` and `reserved_context_size` over the defaults.
+fn compaction_config(
+    loop_control: &kimi_config::LoopControl,
+) -> kimi_context::compaction::trigger::CompactionConfig {
+    let mut config = kimi_context::compaction::trigger::CompactionConfig::default();
+    if let Some(ratio) = loop_control.compaction_trigger_ratio {
+        config.trigger_ratio = ratio;
+    }
+    if let Some(reserved) = loop_control.reserved_context_size {
+        config.reserved_context_size = reserved;
+    }
+    config
+}
+
+/// `[background]` keys the tools act on: the kill grace (the task manager is reopened with
+/// it), auto-backgrounding of a timed-out command and its task timeout.
+fn apply_tool_settings(ctx: &mut ToolContext, background: &kimi_config::Background, agent_dir: &Path) {
+    if let Some(ms) = background.kill_grace_period_ms {
+        ctx.settings.kill_grace = std::time::Duration::from_millis(ms);
+        ctx.tasks = kimi_tools::tasks::TaskManager::open(agent_dir.join("tasks"), ctx.settings.kill_grace);
+    }
+    if let Some(on) = background.bash_auto_background_on_timeout {
+        ctx.settings.bash_auto_background_on_timeout = on;
+    }
+    if let Some(secs) = background.bash_task_timeout_s {
+        ctx.settings.bash_task_timeout_s = secs;
+    }
 }

@@ -39,6 +39,8 @@ fn setup(
         fsync: FsyncPolicy::Never,
         extensions: Default::default(),
         agent: Default::default(),
+        // What the front end does at start-up: the one parse of the home's config.toml.
+        config: std::sync::Arc::new(kimi_config::Config::read(&home.join("config.toml"))),
     }
 }
 

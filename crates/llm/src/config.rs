@@ -9,78 +9,9 @@ use std::collections::BTreeMap;
 use std::fmt;
 use std::path::{Path, PathBuf};
 
-use serde::Deserialize;
-
 use crate::request::ThinkingEffort;
 
-/// The wire format a provider speaks (`[providers.<id>] type`).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Deserialize)]
-pub enum ProviderType {
-    #[default]
-    #[serde(rename = "kimi")]
-    Kimi,
-    #[serde(rename = "openai")]
-    OpenAi,
-    #[serde(rename = "openai_responses")]
-    OpenAiResponses,
-    #[serde(rename = "anthropic")]
-    Anthropic,
-    #[serde(rename = "google-genai", alias = "gemini")]
-    GoogleGenAi,
-    #[serde(rename = "vertexai")]
-    VertexAi,
-}
-
-impl ProviderType {
-    pub fn parse(text: &str) -> Option<Self> {
-        Some(match text.trim() {
-            "kimi" => ProviderType::Kimi,
-            "openai" => ProviderType::OpenAi,
-            "openai_responses" => ProviderType::OpenAiResponses,
-            "anthropic" => ProviderType::Anthropic,
-            "google-genai" | "gemini" => ProviderType::GoogleGenAi,
-            "vertexai" => ProviderType::VertexAi,
-            _ => return None,
-        })
-    }
-
-    pub fn as_str(self) -> &'static str {
-        match self {
-            ProviderType::Kimi => "kimi",
-            ProviderType::OpenAi => "openai",
-            ProviderType::OpenAiResponses => "openai_responses",
-            ProviderType::Anthropic => "anthropic",
-            ProviderType::GoogleGenAi => "google-genai",
-            ProviderType::VertexAi => "vertexai",
-        }
-    }
-
-    pub fn default_base_url(self) -> &'static str {
-        match self {
-            ProviderType::Kimi => "https://api.moonshot.ai/v1",
-            ProviderType::OpenAi | ProviderType::OpenAiResponses => "https://api.openai.com/v1",
-            ProviderType::Anthropic => "https://api.anthropic.com",
-            ProviderType::GoogleGenAi => "https://generativelanguage.googleapis.com",
-            ProviderType::VertexAi => "https://aiplatform.googleapis.com",
-        }
-    }
-
-    /// Provider-convention names looked up in `[providers.<id>.env]`: (api key, base url).
-    fn env_names(self) -> (&'static [&'static str], &'static str) {
-        match self {
-            ProviderType::Kimi => (&["KIMI_API_KEY"], "KIMI_BASE_URL"),
-            ProviderType::OpenAi | ProviderType::OpenAiResponses => {
-                (&["OPENAI_API_KEY"], "OPENAI_BASE_URL")
-            }
-            ProviderType::Anthropic => (&["ANTHROPIC_API_KEY"], "ANTHROPIC_BASE_URL"),
-            ProviderType::GoogleGenAi => (&["GOOGLE_API_KEY"], "GOOGLE_GEMINI_BASE_URL"),
-            ProviderType::VertexAi => (
-                &["VERTEXAI_API_KEY", "GOOGLE_API_KEY"],
-                "GOOGLE_VERTEX_BASE_URL",
-            ),
-        }
-    }
-}
+pub use kimi_config::{ModelEntry, ModelOverrides, ProviderEntry, ProviderType, ThinkingSection};
 
 /// Where an API key came from, so an auth error can tell the user what to fix.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -169,92 +100,13 @@ pub enum ConfigError {
     },
 }
 
-#[derive(Debug, Clone, Default, Deserialize)]
-pub struct ProviderEntry {
-    #[serde(rename = "type")]
-    pub kind: ProviderType,
-    #[serde(default)]
-    pub api_key: Option<String>,
-    #[serde(default)]
-    pub base_url: Option<String>,
-    #[serde(default)]
-    pub env: BTreeMap<String, String>,
-    #[serde(default)]
-    pub custom_headers: BTreeMap<String, String>,
-    #[serde(default)]
-    pub default_model: Option<String>,
-}
-
-/// `[models.<alias>.overrides]`: non-identity fields that win over the entry itself.
-#[derive(Debug, Clone, Default, Deserialize)]
-pub struct ModelOverrides {
-    pub max_context_size: Option<u64>,
-    pub max_output_size: Option<u32>,
-    pub capabilities: Option<Vec<String>>,
-    pub display_name: Option<String>,
-    pub reasoning_key: Option<String>,
-    pub adaptive_thinking: Option<bool>,
-    pub support_efforts: Option<Vec<String>>,
-    pub default_effort: Option<String>,
-}
-
-#[derive(Debug, Clone, Default, Deserialize)]
-pub struct ModelEntry {
-    pub provider: String,
-    pub model: String,
-    pub max_context_size: u64,
-    #[serde(default)]
-    pub max_input_size: Option<u64>,
-    #[serde(default)]
-    pub max_output_size: Option<u32>,
-    #[serde(default)]
-    pub capabilities: Vec<String>,
-    #[serde(default)]
-    pub support_efforts: Vec<String>,
-    #[serde(default)]
-    pub default_effort: Option<String>,
-    #[serde(default)]
-    pub off_effort: Option<String>,
-    #[serde(default)]
-    pub display_name: Option<String>,
-    #[serde(default)]
-    pub reasoning_key: Option<String>,
-    #[serde(default)]
-    pub adaptive_thinking: Option<bool>,
-    #[serde(default)]
-    pub base_url: Option<String>,
-    /// Per-model gateway routing: speak this protocol instead of the provider's.
-    #[serde(default)]
-    pub protocol: Option<ProviderType>,
-    #[serde(default)]
-    pub api_key: Option<String>,
-    #[serde(default)]
-    pub overrides: Option<ModelOverrides>,
-}
-
-#[derive(Debug, Clone, Default, Deserialize)]
-pub struct ThinkingSection {
-    #[serde(default)]
-    pub enabled: Option<bool>,
-    #[serde(default)]
-    pub effort: Option<String>,
-    #[serde(default)]
-    pub forced_effort: Option<String>,
-}
-
-/// The model-related part of `config.toml`. Other sections are ignored here (other crates
-/// parse them), so unknown keys are not errors.
-#[derive(Debug, Clone, Default, Deserialize)]
+/// The model-related part of the one parsed `config.toml` ([`kimi_config::Config`]).
+#[derive(Debug, Clone, Default)]
 pub struct LlmConfig {
-    #[serde(default)]
     pub default_model: Option<String>,
-    #[serde(default)]
     pub providers: BTreeMap<String, ProviderEntry>,
-    #[serde(default)]
     pub models: BTreeMap<String, ModelEntry>,
-    #[serde(default)]
     pub thinking: Option<ThinkingSection>,
-    #[serde(skip)]
     pub path: PathBuf,
 }
 
@@ -382,29 +234,36 @@ impl ResolvedModel {
 }
 
 impl LlmConfig {
-    /// Reads `path`; a missing file is an empty config (first run).
-    pub fn load(path: &Path) -> Result<LlmConfig, ConfigError> {
-        match std::fs::read_to_string(path) {
-            Ok(text) => LlmConfig::parse(&text, path),
-            Err(err) if err.kind() == std::io::ErrorKind::NotFound => Ok(LlmConfig {
-                path: path.to_owned(),
-                ..LlmConfig::default()
-            }),
-            Err(source) => Err(ConfigError::Read {
-                path: path.to_owned(),
-                source,
-            }),
-        }
+    /// The model sections of the parsed config, checked (providers named by models exist,
+    /// context sizes, model ids). Parse problems are the config's own diagnostics.
+    pub fn from_config(config: &kimi_config::Config) -> Result<LlmConfig, ConfigError> {
+        let llm = LlmConfig {
+            default_model: config.default_model.clone(),
+            providers: config.providers.clone(),
+            models: config.models.clone(),
+            thinking: config.thinking.clone(),
+            path: config.path.clone(),
+        };
+        llm.validate()?;
+        Ok(llm)
     }
 
+    /// Parses `text` as the config at `path` (tests and `doctor config PATH`); a config error
+    /// (invalid TOML, a wrong type) is returned as [`ConfigError::Parse`].
     pub fn parse(text: &str, path: &Path) -> Result<LlmConfig, ConfigError> {
-        let mut config: LlmConfig = toml::from_str(text).map_err(|err| ConfigError::Parse {
-            path: path.to_owned(),
-            detail: err.to_string(),
-        })?;
-        config.path = path.to_owned();
-        config.validate()?;
-        Ok(config)
+        let config = kimi_config::Config::parse(text, path);
+        if let Err(errors) = config.check() {
+            return Err(ConfigError::Parse {
+                path: path.to_owned(),
+                detail: errors
+                    .0
+                    .iter()
+                    .map(ToString::to_string)
+                    .collect::<Vec<_>>()
+                    .join("; "),
+            });
+        }
+        LlmConfig::from_config(&config)
     }
 
     fn invalid(&self, key: String, problem: impl Into<String>) -> ConfigError {

@@ -56,6 +56,15 @@ pub struct CronOptions {
 }
 
 impl CronOptions {
+    /// `[cron]` of the parsed config (its environment overrides already applied).
+    pub fn from_config(cron: &kimi_config::Cron) -> CronOptions {
+        CronOptions {
+            disabled: cron.disabled.unwrap_or(false),
+            no_jitter: cron.no_jitter.unwrap_or(false),
+            no_stale: cron.no_stale.unwrap_or(false),
+        }
+    }
+
     pub fn from_env() -> CronOptions {
         CronOptions::from_lookup(|name| std::env::var(name).ok())
     }

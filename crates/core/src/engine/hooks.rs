@@ -2,27 +2,19 @@
 //! requests and answers, before and after each tool, the end of a turn, interrupts, compaction
 //! and the session's start and end. Blocking is honoured for UserPromptSubmit, PreToolUse and
 //! Stop; every other event only observes. A hook that hangs is killed at its timeout and the
-//! turn goes on (the runner fails open). Hooks are re-read when config.toml changes.
+//! turn goes on (the runner fails open). Hooks are re-read (through kimi-config, the one
+//! config parser) when config.toml changes.
 
-use std::path::PathBuf;
 use std::sync::{Arc, Mutex, MutexGuard};
-use std::time::SystemTime;
 
-use crate::hooks::{
-    CommonPayload, EventResult, HookEventData, HookRunner, HookSet, load_hooks_from_str,
-};
+use crate::hooks::{CommonPayload, EventResult, HookEventData, HookRunner, HookSet, load_hooks};
 
 pub struct EngineHooks {
     set: Mutex<HookSet>,
     pub runner: HookRunner,
     pub common: CommonPayload,
-    /// The config file the hooks came from, watched for changes.
-    config: Option<PathBuf>,
-    stamp: Mutex<Option<SystemTime>>,
-}
-
-fn modified(path: &std::path::Path) -> Option<SystemTime> {
-    std::fs::metadata(path).and_then(|m| m.modified()).ok()
+    /// The config the hooks came from, watched for changes; `None` = not watched.
+    config: Option<Mutex<kimi_config::Config>>,
 }
 
 impl EngineHooks {
@@ -30,15 +22,13 @@ impl EngineHooks {
         set: HookSet,
         runner: HookRunner,
         common: CommonPayload,
-        config: Option<PathBuf>,
+        config: Option<kimi_config::Config>,
     ) -> Self {
-        let stamp = config.as_deref().and_then(modified);
         EngineHooks {
             set: Mutex::new(set),
             runner,
             common,
-            config,
-            stamp: Mutex::new(stamp),
+            config: config.map(Mutex::new),
         }
     }
 
@@ -49,37 +39,33 @@ impl EngineHooks {
     }
 
     /// Re-read the hooks when config.toml changed since the last look; returns load problems
-    /// (the previous hooks stay in force when the file does not parse).
+    /// (the previous hooks stay in force when the file has errors).
     pub fn reload_if_changed(&self) -> Vec<String> {
-        let Some(path) = &self.config else {
+        let Some(config) = &self.config else {
             return Vec::new();
         };
-        let now = modified(path);
-        {
-            let mut stamp = self
-                .stamp
+        let fresh = {
+            let mut config = config
                 .lock()
                 .unwrap_or_else(std::sync::PoisonError::into_inner);
-            if *stamp == now {
-                return Vec::new();
+            match config.reload_if_changed() {
+                Some(fresh) => fresh,
+                None => return Vec::new(),
             }
-            *stamp = now;
+        };
+        if fresh.check().is_err() {
+            return fresh
+                .errors()
+                .map(|e| format!("{e}; keeping the previous hooks"))
+                .collect();
         }
-        let text = std::fs::read_to_string(path).unwrap_or_default();
-        match load_hooks_from_str(&text) {
-            Ok(loaded) => {
-                self.set().reload(loaded.hooks);
-                loaded
-                    .errors
-                    .iter()
-                    .map(|e| format!("{}: {e}", path.display()))
-                    .collect()
-            }
-            Err(err) => vec![format!(
-                "{}: {err}; keeping the previous hooks",
-                path.display()
-            )],
-        }
+        let loaded = load_hooks(&fresh.hooks);
+        self.set().reload(loaded.hooks);
+        loaded
+            .errors
+            .iter()
+            .map(|e| format!("{}: {e}", fresh.path.display()))
+            .collect()
     }
 
     /// Run the hooks of `data`'s event (none configured = nothing spawned).

@@ -81,6 +81,8 @@ pub struct AgentConfig {
     pub session_meta: Option<Arc<dyn SessionMeta>>,
     /// Plan mode of this agent; `None` for agents that never plan (subagents).
     pub plan: Option<Arc<crate::plan::PlanMode>>,
+    /// When to compact (`[loop_control] compaction_trigger_ratio`, `reserved_context_size`).
+    pub compaction: CompactionConfig,
 }
 
 /// A prompt waiting for its turn.
@@ -135,12 +137,13 @@ impl Runtime {
         log: AgentLog,
         events: mpsc::UnboundedSender<Event>,
     ) -> Arc<Self> {
+        let compaction = CompactionService::new(config.compaction);
         Arc::new(Runtime {
             config,
             validator: ArgsValidator::new(),
             log: Mutex::new(log),
             shared: Mutex::new(Shared::default()),
-            compaction: Mutex::new(CompactionService::new(CompactionConfig::default())),
+            compaction: Mutex::new(compaction),
             wake: Notify::new(),
             jobs_done: tokio::sync::watch::Sender::new(0),
             events,

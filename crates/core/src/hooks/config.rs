@@ -4,8 +4,6 @@
 use std::path::PathBuf;
 
 use regex::Regex;
-use serde::Deserialize;
-use toml::Spanned;
 
 use super::event::{HookEvent, HookEventData};
 use crate::permission::ConfigSyntaxError;
@@ -170,20 +168,19 @@ pub struct LoadedHooks {
     pub errors: Vec<HookLoadError>,
 }
 
-#[derive(Deserialize, Default)]
-struct RootSpans {
-    #[serde(default)]
-    hooks: Vec<Spanned<toml::Value>>,
+/// Loads `[[hooks]]` from config text (through the one config parser), with line numbers
+/// in the errors.
+pub fn load_hooks_from_str(config: &str) -> Result<LoadedHooks, ConfigSyntaxError> {
+    let parsed = kimi_config::Config::parse(config, std::path::Path::new("config.toml"));
+    if let Some(err) = parsed.errors().find(|d| d.message.starts_with("not valid TOML")) {
+        return Err(ConfigSyntaxError(err.to_string()));
+    }
+    Ok(load_hooks(&parsed.hooks))
 }
 
-/// Loads `[[hooks]]` from config text, with line numbers in the errors.
-pub fn load_hooks_from_str(config: &str) -> Result<LoadedHooks, ConfigSyntaxError> {
-    let root: RootSpans = toml::from_str(config).map_err(|e| ConfigSyntaxError(e.to_string()))?;
-    let line_of = |offset: usize| config[..offset.min(config.len())].matches('\n').count() + 1;
-    Ok(build(root.hooks.into_iter().map(|s| {
-        let line = line_of(s.span().start);
-        (Some(line), s.into_inner())
-    })))
+/// Validates the `[[hooks]]` entries of the parsed config.
+pub fn load_hooks(entries: &[kimi_config::RawEntry]) -> LoadedHooks {
+    build(entries.iter().map(|e| (Some(e.line), e.value.clone())))
 }
 
 /// Loads `[[hooks]]` from an already parsed config.

@@ -14,7 +14,7 @@ mod runner;
 
 pub use config::{
     DEFAULT_TIMEOUT_SECS, HookDef, HookLoadError, HookProblem, HookSet, LoadedHooks,
-    MAX_TIMEOUT_SECS, load_hooks_from_str, load_hooks_from_value,
+    MAX_TIMEOUT_SECS, load_hooks, load_hooks_from_str, load_hooks_from_value,
 };
 pub use event::{CommonPayload, HookEvent, HookEventData, PermissionRequestInfo, clip_tool_output};
 pub use outcome::{

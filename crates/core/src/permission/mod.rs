@@ -49,7 +49,7 @@ pub use policy::{
 pub use request::{ApprovalDisplay, action_for, approval_request, ask_reason};
 pub use rule_set::{
     ConfigSyntaxError, LoadedRules, PermissionRule, RuleDecision, RuleLoadError, RuleProblem,
-    RuleScope, RuleSet, load_rules_from_str, load_rules_from_value,
+    RuleScope, RuleSet, load_rules, load_rules_from_str, load_rules_from_value,
 };
 pub use rules::{MatchContext, PatternError, RulePattern};
 pub use session::{ApprovalContext, SessionApprovals, approval_record, legacy_session_rule};

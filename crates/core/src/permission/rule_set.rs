@@ -3,8 +3,6 @@
 //! per-class lookup the policy chain uses. Invalid rules are reported with index, line and why,
 //! and the valid ones are kept.
 
-use serde::Deserialize;
-use toml::Spanned;
 
 use super::call::CallFacts;
 use super::rules::{MatchContext, PatternError, RulePattern};
@@ -123,24 +121,6 @@ pub struct LoadedRules {
 #[error("config.toml is not valid TOML: {0}; fix the file and restart")]
 pub struct ConfigSyntaxError(pub String);
 
-#[derive(Deserialize, Default)]
-struct RootSpans {
-    #[serde(default)]
-    permission: Option<PermissionSpans>,
-}
-
-#[derive(Deserialize, Default)]
-struct PermissionSpans {
-    #[serde(default)]
-    rules: Vec<Spanned<toml::Value>>,
-    #[serde(default)]
-    deny: Vec<Spanned<toml::Value>>,
-    #[serde(default)]
-    allow: Vec<Spanned<toml::Value>>,
-    #[serde(default)]
-    ask: Vec<Spanned<toml::Value>>,
-}
-
 const SECTIONS: [(&str, Option<RuleDecision>); 4] = [
     ("rules", None),
     ("deny", Some(RuleDecision::Deny)),
@@ -148,20 +128,26 @@ const SECTIONS: [(&str, Option<RuleDecision>); 4] = [
     ("ask", Some(RuleDecision::Ask)),
 ];
 
-/// Loads rules from config text, with line numbers in the errors.
+/// Loads rules from config text (through the one config parser), with line numbers in the
+/// errors.
 pub fn load_rules_from_str(config: &str) -> Result<LoadedRules, ConfigSyntaxError> {
-    let root: RootSpans = toml::from_str(config).map_err(|e| ConfigSyntaxError(e.to_string()))?;
-    let perm = root.permission.unwrap_or_default();
-    let line_of = |offset: usize| config[..offset.min(config.len())].matches('\n').count() + 1;
-    let lists = [perm.rules, perm.deny, perm.allow, perm.ask];
+    let parsed = kimi_config::Config::parse(config, std::path::Path::new("config.toml"));
+    if let Some(err) = parsed.errors().find(|d| d.message.starts_with("not valid TOML")) {
+        return Err(ConfigSyntaxError(err.to_string()));
+    }
+    Ok(load_rules(&parsed.permission))
+}
+
+/// Validates the `[permission]` entries of the parsed config.
+pub fn load_rules(perm: &kimi_config::Permission) -> LoadedRules {
+    let lists = [&perm.rules, &perm.deny, &perm.allow, &perm.ask];
     let mut entries = Vec::new();
     for ((name, implied), list) in SECTIONS.iter().zip(lists) {
-        for (i, spanned) in list.into_iter().enumerate() {
-            let line = Some(line_of(spanned.span().start));
-            entries.push((*name, *implied, i + 1, line, spanned.into_inner()));
+        for (i, entry) in list.iter().enumerate() {
+            entries.push((*name, *implied, i + 1, Some(entry.line), entry.value.clone()));
         }
     }
-    Ok(build(entries))
+    build(entries)
 }
 
 /// Loads rules from an already parsed config (no line numbers available).

@@ -35,6 +35,7 @@ pub struct SubagentHost {
     pub max_context_tokens: u64,
     pub max_steps_per_turn: Option<u32>,
     pub retry: RetryPolicy,
+    pub compaction: kimi_context::compaction::trigger::CompactionConfig,
     pub permissions: Arc<dyn PermissionPolicy>,
     pub hooks: Option<Arc<EngineHooks>>,
     /// The caller's tool context: subagents take its environment, directories and settings.
@@ -79,6 +80,7 @@ pub struct HostParts {
     pub max_context_tokens: u64,
     pub max_steps_per_turn: Option<u32>,
     pub retry: RetryPolicy,
+    pub compaction: kimi_context::compaction::trigger::CompactionConfig,
     pub permissions: Arc<dyn PermissionPolicy>,
     pub hooks: Option<Arc<EngineHooks>>,
     pub base_ctx: ToolContext,
@@ -111,6 +113,7 @@ impl SubagentHost {
             params: parts.params,
             max_context_tokens: parts.max_context_tokens,
             max_steps_per_turn: parts.max_steps_per_turn,
+            compaction: parts.compaction,
             retry: parts.retry,
             permissions: parts.permissions,
             hooks: parts.hooks,

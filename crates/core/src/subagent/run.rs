@@ -279,6 +279,7 @@ impl SubagentHost {
             hooks: self.hooks.clone(),
             session_meta: None,
             plan: None,
+            compaction: self.compaction,
         };
         let spawned = spawn_agent(config, log, Vec::new());
         if restored.system_prompt.is_none() {

@@ -119,6 +119,7 @@ impl Session {
             fsync: FsyncPolicy::Never,
             extensions: Default::default(),
             agent: options.agent,
+            config: Default::default(),
         };
         let opened = open_session(setup).expect("open session");
         Session {

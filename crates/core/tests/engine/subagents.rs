@@ -382,6 +382,7 @@ async fn an_unknown_agent_name_or_invalid_agent_file_fails_to_open() {
             fsync: kimi_store::FsyncPolicy::Never,
             extensions: Default::default(),
             agent: choice,
+            config: Default::default(),
         };
         let err = match kimi_core::session::open_session(setup) {
             Ok(_) => panic!("opened with a bad agent"),

@@ -49,7 +49,16 @@ pub enum SandboxError {
     Exec { program: String, why: String },
 }
 
-/// Reads `[sandbox] mode` from a parsed config; a missing section means off.
+/// `[sandbox] mode` of the parsed config; unset means off.
+pub fn sandbox_mode(mode: Option<&str>) -> Result<SandboxMode, SandboxError> {
+    match mode {
+        None | Some("off") => Ok(SandboxMode::Off),
+        Some("workspace-write") => Ok(SandboxMode::WorkspaceWrite),
+        Some(other) => Err(SandboxError::BadMode(other.to_owned())),
+    }
+}
+
+/// Reads `[sandbox] mode` from a TOML value; a missing section means off.
 pub fn sandbox_mode_from_config(config: &toml::Value) -> Result<SandboxMode, SandboxError> {
     match config
         .get("sandbox")
