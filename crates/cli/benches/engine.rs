@@ -96,7 +96,15 @@ fn session_setup(
     resume: Resume,
     model: ModelChoice,
 ) -> SessionSetup {
-    kimi_cli::run::setup(home, cwd, resume, model, Vec::new(), None)
+    kimi_cli::run::setup(
+        home,
+        cwd,
+        resume,
+        model,
+        Vec::new(),
+        None,
+        &Default::default(),
+    )
 }
 
 fn ms(d: Duration) -> f64 {

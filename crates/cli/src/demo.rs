@@ -73,7 +73,15 @@ pub fn run(dir: Option<PathBuf>) -> anyhow::Result<u8> {
         .enable_all()
         .build()?;
     runtime.block_on(async move {
-        let mut opened = open_session(setup(home.clone(), dir.clone(), Resume::New, model, Vec::new(), None))?;
+        let mut opened = open_session(setup(
+            home.clone(),
+            dir.clone(),
+            Resume::New,
+            model,
+            Vec::new(),
+            None,
+            &Default::default(),
+        ))?;
         let prompt = "The test in test.sh fails. Find the bug and fix it.";
         println!("> {prompt}\n");
         opened.agent.handle.send(Op::Submit {

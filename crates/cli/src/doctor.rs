@@ -11,10 +11,12 @@
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
-use kimi_core::permission::sandbox::{
-    SandboxMode, SandboxSupport, probe, sandbox_mode_from_config,
-};
-use kimi_core::profile::{AgentDirs, ProfileCatalog};
+use kimi_config::Config;
+use kimi_config::tui::TuiFile;
+use kimi_core::hooks::load_hooks;
+use kimi_core::permission::load_rules;
+use kimi_core::permission::sandbox::{SandboxMode, SandboxSupport, probe, sandbox_mode};
+use kimi_core::profile::ProfileCatalog;
 use kimi_llm::config::LlmConfig;
 use kimi_skills::DiscoverOptions;
 
@@ -79,13 +81,15 @@ pub fn check(target: &Target, home: &Path, cwd: &Path) -> Vec<Check> {
     let mut checks = Vec::new();
     match target {
         Target::All => {
-            checks.push(check_config(&home.join("config.toml"), false));
+            let (config_check, config) = check_config_with(&home.join("config.toml"), false);
+            checks.push(config_check);
             checks.push(check_tui(&home.join("tui.toml"), false));
-            checks.extend(check_extensions(home, cwd));
+            checks.extend(check_extensions(home, cwd, &config));
         }
         Target::Config(None) => {
-            checks.push(check_config(&home.join("config.toml"), false));
-            checks.extend(check_extensions(home, cwd));
+            let (config_check, config) = check_config_with(&home.join("config.toml"), false);
+            checks.push(config_check);
+            checks.extend(check_extensions(home, cwd, &config));
         }
         Target::Config(Some(path)) => checks.push(check_config(&resolve(path), true)),
         Target::Tui(None) => checks.push(check_tui(&home.join("tui.toml"), false)),
@@ -177,170 +181,68 @@ fn read(check: &mut Check, path: &Path, explicit: bool) -> Option<String> {
     }
 }
 
-/// Top-level keys of Kimi Code's config.toml (surface.md §4.2) plus kimi-rs's `[sandbox]`.
-const KNOWN_TOP_LEVEL: &[&str] = &[
-    "default_model",
-    "default_permission_mode",
-    "default_plan_mode",
-    "merge_all_available_skills",
-    "extra_skill_dirs",
-    "extra_agent_dirs",
-    "builtin_product_skills",
-    "telemetry",
-    "providers",
-    "models",
-    "secondary_model",
-    "thinking",
-    "loop_control",
-    "token_counting",
-    "background",
-    "task",
-    "subagent",
-    "mcp",
-    "identity",
-    "tools",
-    "image",
-    "services",
-    "permission",
-    "hooks",
-    "cron",
-    "experimental",
-    "model_catalog",
-    "sandbox",
-];
+/// config.toml through the parser a session uses ([`kimi_config::Config`]): syntax, every
+/// unknown key at any depth (with its line and the closest known key), wrong types, values out
+/// of range, deprecated keys and settings kimi-rs does not act on, all in one run; then the
+/// models and providers, the default model, permission rules, hooks and the sandbox.
+pub fn check_config(path: &Path, explicit: bool) -> Check {
+    check_config_with(path, explicit).0
+}
 
-/// Old keys Kimi Code ignores with a warning: (table or "" for the top level, key).
-const DEPRECATED: &[(&str, &str)] = &[
-    ("", "default_thinking"),
-    ("thinking", "mode"),
-    ("loop_control", "max_retries_per_step"),
-    ("loop_control", "max_steps_per_run"),
-];
-
-/// The 1-based line where `key` is first set or opened as a table, if it can be found.
-fn line_of_key(text: &str, key: &str) -> Option<usize> {
-    text.lines()
-        .position(|line| {
-            let line = line.trim_start();
-            let header = line.trim_start_matches('[').trim_start();
-            let candidates = [line, header];
-            candidates.iter().any(|c| {
-                let rest = c
-                    .strip_prefix(key)
-                    .or_else(|| c.strip_prefix(&format!("\"{key}\"")));
-                rest.is_some_and(|r| {
-                    let r = r.trim_start();
-                    r.starts_with('=') || r.starts_with('.') || r.starts_with(']')
-                })
-            })
-        })
-        .map(|i| i + 1)
+fn check_config_with(path: &Path, explicit: bool) -> (Check, Config) {
+    let mut check = Check::new("config.toml", Some(path));
+    let Some(text) = read(&mut check, path, explicit) else {
+        return (check, Config::empty(path));
+    };
+    let mut config = Config::parse(&text, path);
+    config.apply_env(&|name| std::env::var(name).ok());
+    for diagnostic in &config.diagnostics {
+        if diagnostic.is_error() {
+            check.problems.push(diagnostic.brief());
+        } else {
+            check.warnings.push(diagnostic.brief());
+        }
+    }
+    if config
+        .errors()
+        .any(|d| d.message.starts_with("not valid TOML"))
+    {
+        return (check, config);
+    }
+    check_models(&mut check, &text, &config);
+    check
+        .problems
+        .extend(load_rules(&config.permission).errors.iter().map(|e| {
+        format!(
+            "{e}; this rule is left out until it is fixed (see [[permission.rules]] in the docs)"
+        )
+    }));
+    check.problems.extend(
+        load_hooks(&config.hooks)
+            .errors
+            .iter()
+            .map(|e| format!("{e}; fix the entry (keys: event, matcher, command, timeout)")),
+    );
+    if let Ok(SandboxMode::WorkspaceWrite) = sandbox_mode(config.sandbox.mode.as_deref())
+        && let SandboxSupport::Unavailable { reason } = probe()
+    {
+        check.warnings.push(format!(
+            "[sandbox] mode = \"workspace-write\", but the OS sandbox is not available here ({reason}); commands will run with the permission chain only"
+        ));
+    }
+    (check, config)
 }
 
 fn at_line(text: &str, key: &str) -> String {
-    line_of_key(text, key)
+    kimi_config::key_line(text, &[key])
         .map(|l| format!(" (line {l})"))
         .unwrap_or_default()
 }
 
-/// config.toml: TOML syntax, models and providers, the default model, permission rules,
-/// hooks, the sandbox section, and keys that are not settings at all.
-pub fn check_config(path: &Path, explicit: bool) -> Check {
-    let mut check = Check::new("config.toml", Some(path));
-    let Some(text) = read(&mut check, path, explicit) else {
-        return check;
-    };
-    let value: toml::Table = match toml::from_str(&text) {
-        Ok(value) => value,
-        Err(err) => {
-            check.problems.push(format!(
-                "not valid TOML: {}; fix the syntax (nothing else in the file can be checked until then)",
-                err.to_string().trim_end()
-            ));
-            return check;
-        }
-    };
-    for key in value.keys() {
-        if !KNOWN_TOP_LEVEL.contains(&key.as_str()) && key != "default_thinking" {
-            check.warnings.push(format!(
-                "unknown key `{key}`{} is not a Kimi Code setting and is ignored; check its spelling or remove it",
-                at_line(&text, key)
-            ));
-        }
-    }
-    for (table, key) in DEPRECATED {
-        let present = if table.is_empty() {
-            value.contains_key(*key)
-        } else {
-            value
-                .get(*table)
-                .and_then(toml::Value::as_table)
-                .is_some_and(|t| t.contains_key(*key))
-        };
-        if present {
-            let name = if table.is_empty() {
-                (*key).to_owned()
-            } else {
-                format!("{table}.{key}")
-            };
-            check.warnings.push(format!(
-                "`{name}`{} is deprecated and ignored; remove it",
-                at_line(&text, key)
-            ));
-        }
-    }
-    check_models(&mut check, &text, path);
-    match kimi_core::permission::load_rules_from_str(&text) {
-        Ok(loaded) => {
-            check.problems.extend(loaded.errors.iter().map(|e| {
-                format!("{e}; this rule is left out until it is fixed (see [[permission.rules]] in the docs)")
-            }));
-        }
-        Err(err) => check.problems.push(err.to_string()),
-    }
-    match kimi_core::hooks::load_hooks_from_str(&text) {
-        Ok(loaded) => {
-            check.problems.extend(
-                loaded.errors.iter().map(|e| {
-                    format!("{e}; fix the entry (keys: event, matcher, command, timeout)")
-                }),
-            );
-        }
-        Err(err) => check.problems.push(err.to_string()),
-    }
-    match sandbox_mode_from_config(&toml::Value::Table(value.clone())) {
-        Ok(SandboxMode::WorkspaceWrite) => {
-            if let SandboxSupport::Unavailable { reason } = probe() {
-                check.warnings.push(format!(
-                    "[sandbox] mode = \"workspace-write\", but the OS sandbox is not available here ({reason}); commands will run with the permission chain only"
-                ));
-            }
-        }
-        Ok(SandboxMode::Off) => {}
-        Err(err) => check
-            .problems
-            .push(format!("{err}{}", at_line(&text, "sandbox"))),
-    }
-    for key in ["extra_skill_dirs", "extra_agent_dirs"] {
-        if let Some(v) = value.get(key) {
-            let ok = v
-                .as_array()
-                .is_some_and(|a| a.iter().all(toml::Value::is_str));
-            if !ok {
-                check.problems.push(format!(
-                    "`{key}`{} must be a list of directory paths (strings); it is ignored as written",
-                    at_line(&text, key)
-                ));
-            }
-        }
-    }
-    check
-}
-
 /// Models and providers through `LlmConfig` (what a session loads), then the default model
 /// resolved as a session resolves it when neither `-m` nor `KIMI_MODEL_NAME` is given.
-fn check_models(check: &mut Check, text: &str, path: &Path) {
-    let config = match LlmConfig::parse(text, path) {
+fn check_models(check: &mut Check, text: &str, parsed: &Config) {
+    let config = match LlmConfig::from_config(parsed) {
         Ok(config) => config,
         Err(err) => {
             check.problems.push(err.to_string());
@@ -384,48 +286,32 @@ fn check_models(check: &mut Check, text: &str, path: &Path) {
 /// Kimi Code's status-line items (surface.md §4.3).
 const STATUS_ITEMS: &[&str] = &["mode", "goal", "model", "tasks", "cwd", "git", "tips"];
 
-/// tui.toml through `TuiConfig` (what the terminal UI loads), plus values it would ignore.
+/// tui.toml through the parser the terminal UI's settings come from ([`TuiFile`]): syntax,
+/// types, unknown keys (with did-you-mean), settings kimi-rs's UI does not have, custom themes
+/// and status-line items that show nothing.
 pub fn check_tui(path: &Path, explicit: bool) -> Check {
     let mut check = Check::new("tui.toml", Some(path));
-    if read(&mut check, path, explicit).is_none() {
-        return check;
-    }
-    if let Err(err) = kimi_tui::TuiConfig::load(path) {
-        let detail = match &err {
-            kimi_tui::TuiError::Config { source, .. } => source.to_string(),
-            other => other.to_string(),
-        };
-        check.problems.push(format!(
-            "{}; the terminal UI falls back to its defaults until it is fixed",
-            detail.trim_end()
-        ));
-        return check;
-    }
-    let Ok(text) = std::fs::read_to_string(path) else {
+    let Some(text) = read(&mut check, path, explicit) else {
         return check;
     };
-    let Ok(value) = toml::from_str::<toml::Table>(&text) else {
-        return check;
-    };
-    if let Some(theme) = value.get("theme").and_then(toml::Value::as_str)
-        && !matches!(theme, "auto" | "dark" | "light")
-    {
-        check.warnings.push(format!(
-            "theme `{theme}`{}: custom themes are not supported by kimi-rs yet; the automatic theme is used (use auto, dark or light)",
-            at_line(&text, "theme")
-        ));
+    let file = TuiFile::parse(&text, path);
+    for diagnostic in &file.diagnostics {
+        if diagnostic.is_error() {
+            check.problems.push(diagnostic.brief());
+        } else {
+            check.warnings.push(diagnostic.brief());
+        }
     }
-    let items = value
-        .get("status_line")
-        .and_then(|s| s.get("items"))
-        .and_then(toml::Value::as_array);
-    for item in items.into_iter().flatten() {
-        let name = item.as_str().unwrap_or_default();
-        if !STATUS_ITEMS.contains(&name) {
+    let items = file
+        .keys
+        .status_line
+        .as_ref()
+        .and_then(|s| s.items.clone())
+        .unwrap_or_default();
+    for name in items {
+        if !STATUS_ITEMS.contains(&name.as_str()) {
             check.warnings.push(format!(
-                "[status_line] items: `{}` is not a status-line item and shows nothing; use {}",
-                item.as_str()
-                    .map_or_else(|| item.to_string(), str::to_owned),
+                "[status_line] items: `{name}` is not a status-line item and shows nothing; use {}",
                 STATUS_ITEMS.join(", ")
             ));
         }
@@ -434,10 +320,10 @@ pub fn check_tui(path: &Path, explicit: bool) -> Check {
 }
 
 /// The `mcp.json` files, skills and agent files a session in `cwd` would load.
-fn check_extensions(home: &Path, cwd: &Path) -> Vec<Check> {
+fn check_extensions(home: &Path, cwd: &Path, config: &Config) -> Vec<Check> {
     let mut checks = check_mcp(home, cwd);
-    checks.push(check_skills(home, cwd));
-    checks.push(check_agents(home, cwd));
+    checks.push(check_skills(home, cwd, config));
+    checks.push(check_agents(home, cwd, config));
     checks
 }
 
@@ -475,20 +361,9 @@ fn check_mcp(home: &Path, cwd: &Path) -> Vec<Check> {
 }
 
 /// Skill files discovery would skip, and configured skill directories that are missing.
-fn check_skills(home: &Path, cwd: &Path) -> Check {
+fn check_skills(home: &Path, cwd: &Path, config: &Config) -> Check {
     let mut check = Check::new("skills", None);
-    let extra_dirs = std::fs::read_to_string(home.join("config.toml"))
-        .ok()
-        .and_then(|text| toml::from_str::<toml::Table>(&text).ok())
-        .and_then(|t| t.get("extra_skill_dirs").cloned())
-        .and_then(|v| v.as_array().cloned())
-        .map(|dirs| {
-            dirs.iter()
-                .filter_map(toml::Value::as_str)
-                .map(PathBuf::from)
-                .collect()
-        })
-        .unwrap_or_default();
+    let extra_dirs = config.extra_skill_dirs.iter().map(PathBuf::from).collect();
     let (catalog, warnings) = kimi_skills::discover(&DiscoverOptions {
         kimi_home: home.to_owned(),
         user_home: std::env::home_dir(),
@@ -504,9 +379,9 @@ fn check_skills(home: &Path, cwd: &Path) -> Check {
 
 /// Agent files the profile catalog would skip (bad frontmatter, clashes with built-ins), and
 /// tool names in them that never match.
-fn check_agents(home: &Path, cwd: &Path) -> Check {
+fn check_agents(home: &Path, cwd: &Path, config: &Config) -> Check {
     let mut check = Check::new("agent files", None);
-    let dirs = AgentDirs::standard(home, std::env::home_dir().as_deref(), cwd);
+    let dirs = kimi_core::session::agent_dirs(home, cwd, config);
     match ProfileCatalog::load(&dirs, None) {
         Ok((catalog, warnings)) => {
             let n = catalog.profiles().len();
@@ -532,17 +407,6 @@ mod tests {
     use super::*;
 
     #[test]
-    fn finds_the_line_of_keys_and_tables() {
-        let text = "a = 1\n\n[sandbox]\nmode = 2\n[[hooks]]\n\"quoted\" = 3\nfoo.bar = 1\n";
-        assert_eq!(line_of_key(text, "a"), Some(1));
-        assert_eq!(line_of_key(text, "sandbox"), Some(3));
-        assert_eq!(line_of_key(text, "hooks"), Some(5));
-        assert_eq!(line_of_key(text, "quoted"), Some(6));
-        assert_eq!(line_of_key(text, "foo"), Some(7));
-        assert_eq!(line_of_key(text, "missing"), None);
-    }
-
-    #[test]
     fn deprecated_and_unknown_keys_are_warnings_not_problems() {
         let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
         let path = dir.path().join("config.toml");
@@ -552,9 +416,12 @@ mod tests {
         assert!(check.problems.is_empty(), "{check:?}");
         assert_eq!(check.warnings.len(), 2, "{check:?}");
         assert!(
-            check.warnings[0].contains("`frobnicate` (line 2)"),
+            check.warnings[0].starts_with("line 1: `default_thinking`: deprecated"),
             "{check:?}"
         );
-        assert!(check.warnings[1].contains("deprecated"), "{check:?}");
+        assert!(
+            check.warnings[1].starts_with("line 2: `frobnicate`: unknown key"),
+            "{check:?}"
+        );
     }
 }

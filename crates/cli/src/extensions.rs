@@ -5,6 +5,7 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+use kimi_config::Config;
 use kimi_core::host::SessionExtras;
 use kimi_core::session::SessionExtensions;
 use kimi_mcp::McpManager;
@@ -34,30 +35,20 @@ fn mcp_config_files(home: &Path) -> Vec<String> {
     ]
 }
 
-/// `extra_skill_dirs` of config.toml (a missing or unreadable file means none).
-fn extra_skill_dirs(home: &Path) -> Vec<PathBuf> {
-    let Ok(text) = std::fs::read_to_string(home.join("config.toml")) else {
-        return Vec::new();
-    };
-    let Ok(config) = toml::from_str::<toml::Value>(&text) else {
-        return Vec::new();
-    };
-    config
-        .get("extra_skill_dirs")
-        .and_then(toml::Value::as_array)
-        .map(|dirs| {
-            dirs.iter()
-                .filter_map(toml::Value::as_str)
-                .map(PathBuf::from)
-                .collect()
-        })
-        .unwrap_or_default()
+/// `extra_skill_dirs` of the parsed config.
+fn extra_skill_dirs(config: &Config) -> Vec<PathBuf> {
+    config.extra_skill_dirs.iter().map(PathBuf::from).collect()
 }
 
 impl Extensions {
     /// Discover skills and connect the MCP servers for sessions in `cwd`.
-    pub async fn load(home: &Path, cwd: &Path, skills_dirs: &[PathBuf]) -> Extensions {
-        Self::load_with(home, cwd, skills_dirs, None).await
+    pub async fn load(
+        home: &Path,
+        cwd: &Path,
+        skills_dirs: &[PathBuf],
+        config: &Config,
+    ) -> Extensions {
+        Self::load_with(home, cwd, skills_dirs, config, None).await
     }
 
     /// [`Extensions::load`] plus servers given for this session only (an editor's, in
@@ -66,6 +57,7 @@ impl Extensions {
         home: &Path,
         cwd: &Path,
         skills_dirs: &[PathBuf],
+        settings: &Config,
         session_servers: Option<&serde_json::Value>,
     ) -> Extensions {
         let (skills, mut warnings) = kimi_skills::discover(&DiscoverOptions {
@@ -73,13 +65,18 @@ impl Extensions {
             user_home: std::env::home_dir(),
             cwd: cwd.to_owned(),
             skills_dirs: skills_dirs.to_vec(),
-            extra_dirs: extra_skill_dirs(home),
+            extra_dirs: extra_skill_dirs(settings),
         });
         let config = kimi_mcp::load_config(home, cwd).and_then(|mut config| {
             if let Some(servers) = session_servers {
                 let source = Path::new("<servers given by the editor>");
                 let given = kimi_mcp::config::parse_file(&servers.to_string(), source, Some(cwd))?;
                 config.servers.extend(given);
+            }
+            // `[mcp] startup_timeout_ms` / `tool_timeout_ms`: for servers without their own.
+            for server in config.servers.values_mut() {
+                server.startup_timeout = server.startup_timeout.or(settings.mcp_startup_timeout());
+                server.tool_timeout = server.tool_timeout.or(settings.mcp_tool_timeout());
             }
             Ok(config)
         });
@@ -107,13 +104,18 @@ impl Extensions {
     }
 
     /// Skills only (no MCP): for launches that must not start servers.
-    pub fn without_mcp(home: &Path, cwd: &Path, skills_dirs: &[PathBuf]) -> Extensions {
+    pub fn without_mcp(
+        home: &Path,
+        cwd: &Path,
+        skills_dirs: &[PathBuf],
+        config: &Config,
+    ) -> Extensions {
         let (skills, warnings) = kimi_skills::discover(&DiscoverOptions {
             kimi_home: home.to_owned(),
             user_home: std::env::home_dir(),
             cwd: cwd.to_owned(),
             skills_dirs: skills_dirs.to_vec(),
-            extra_dirs: extra_skill_dirs(home),
+            extra_dirs: extra_skill_dirs(config),
         });
         Extensions {
             skills: Arc::new(skills),

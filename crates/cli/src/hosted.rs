@@ -6,6 +6,7 @@
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, PoisonError};
 
+use kimi_config::Config;
 use kimi_core::host::{SessionExtras, SessionFactory, SessionHost};
 use kimi_core::permission::PermissionState;
 use kimi_core::session::{Resume, SessionSetup};
@@ -19,6 +20,8 @@ pub struct ServerSessions {
     home: PathBuf,
     args: RunArgs,
     permissions: PermissionState,
+    /// config.toml, read once at start-up.
+    config: Arc<Config>,
     /// Prefix of the warnings printed on stderr (`kimi-rs acp`).
     label: &'static str,
     /// Every session's skills and MCP servers (they depend on its working directory), stopped
@@ -29,11 +32,16 @@ pub struct ServerSessions {
 /// The session host of `kimi-rs acp` / `kimi-rs web`.
 pub fn server_host(args: &RunArgs, label: &'static str) -> anyhow::Result<SessionHost> {
     let home = kimi_store::home_from_env()?;
-    let permissions = crate::interactive::permission_state(&home, args)?;
+    let config = crate::config::load(&home)?;
+    let (permissions, rule_warnings) = crate::interactive::permission_state(&config, args)?;
+    for warning in crate::config::warnings(&config).iter().chain(&rule_warnings) {
+        eprintln!("{label}: {warning}");
+    }
     let factory = ServerSessions {
         home: home.clone(),
         args: args.clone(),
         permissions,
+        config,
         label,
         extensions: Mutex::new(Vec::new()),
     };
@@ -50,12 +58,13 @@ impl SessionFactory for ServerSessions {
         mcp_servers: Option<&serde_json::Value>,
     ) -> Result<(SessionSetup, Arc<dyn SessionExtras>), String> {
         let model =
-            resolve_model(&self.home, self.args.model.as_deref()).map_err(|e| format!("{e:#}"))?;
+            resolve_model(&self.config, self.args.model.as_deref()).map_err(|e| format!("{e:#}"))?;
         let extensions = tokio::task::block_in_place(|| {
             tokio::runtime::Handle::current().block_on(Extensions::load_with(
                 &self.home,
                 cwd,
                 &self.args.skills_dir,
+                &self.config,
                 mcp_servers,
             ))
         });
@@ -77,6 +86,7 @@ impl SessionFactory for ServerSessions {
                 model,
                 self.args.add_dir.clone(),
                 Some(self.permissions.clone()),
+                &self.config,
             )
         };
         let extensions = Arc::new(extensions);

@@ -15,7 +15,8 @@ use std::sync::{Arc, Mutex, PoisonError};
 use anyhow::Context;
 use base64::Engine as _;
 use kimi_core::host::{SessionExtras, SessionFactory, SessionHost};
-use kimi_core::permission::{ModeInputs, PermissionState, load_rules_from_str, resolve_mode};
+use kimi_config::Config;
+use kimi_core::permission::{ModeInputs, PermissionState, load_rules, resolve_mode};
 use kimi_core::session::{AgentChoice, OpenedSession, Resume, SessionSetup};
 use kimi_protocol::ops::Op;
 use kimi_tui::{
@@ -35,6 +36,8 @@ struct TuiSessions {
     args_model: Option<String>,
     additional_dirs: Vec<PathBuf>,
     permissions: PermissionState,
+    /// config.toml, read once at start-up.
+    config: Arc<Config>,
     /// `--agent`/`--agent-file`: binds the first session only (`/new` starts a default one).
     agent: Mutex<AgentChoice>,
     /// Skills and MCP servers, shared by every session this launch opens.
@@ -50,7 +53,7 @@ impl SessionFactory for TuiSessions {
         _mcp_servers: Option<&serde_json::Value>,
     ) -> Result<(SessionSetup, Arc<dyn SessionExtras>), String> {
         let model =
-            resolve_model(&self.home, self.args_model.as_deref()).map_err(|e| format!("{e:#}"))?;
+            resolve_model(&self.config, self.args_model.as_deref()).map_err(|e| format!("{e:#}"))?;
         let extensions = self
             .extensions
             .lock()
@@ -68,6 +71,7 @@ impl SessionFactory for TuiSessions {
                 model,
                 self.additional_dirs.clone(),
                 Some(self.permissions.clone()),
+                &self.config,
             )
         };
         Ok((setup, extensions))
@@ -93,38 +97,32 @@ struct Launch {
     context_window: u64,
 }
 
-pub(crate) fn permission_state(home: &Path, args: &RunArgs) -> anyhow::Result<PermissionState> {
-    let path = home.join("config.toml");
-    let text = std::fs::read_to_string(&path).unwrap_or_default();
-    let config: toml::Value =
-        toml::from_str(&text).unwrap_or(toml::Value::Table(Default::default()));
+/// The mode (flags over `default_permission_mode` / `default_plan_mode`) and the user's rules;
+/// rules that do not load are returned as warnings and left out.
+pub(crate) fn permission_state(
+    config: &Config,
+    args: &RunArgs,
+) -> anyhow::Result<(PermissionState, Vec<String>)> {
     let mode = resolve_mode(&ModeInputs {
         yolo_flag: args.yolo,
         auto_flag: args.auto,
         plan_flag: args.plan,
-        config_default_mode: config
-            .get("default_permission_mode")
-            .and_then(toml::Value::as_str)
-            .map(str::to_owned),
-        config_default_plan: config
-            .get("default_plan_mode")
-            .and_then(toml::Value::as_bool)
-            .unwrap_or(false),
+        config_default_mode: config.default_permission_mode.clone(),
+        config_default_plan: config.default_plan_mode.unwrap_or(false),
         print_mode: false,
     })?;
-    let mut state = PermissionState {
+    let loaded = load_rules(&config.permission);
+    let warnings = loaded
+        .errors
+        .iter()
+        .map(|err| format!("{}: {err}", config.path.display()))
+        .collect();
+    let state = PermissionState {
         mode,
+        rules: loaded.rules,
         ..PermissionState::default()
     };
-    if !text.is_empty() {
-        let loaded =
-            load_rules_from_str(&text).map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
-        for err in &loaded.errors {
-            eprintln!("kimi-rs: {}: {err}", path.display());
-        }
-        state.rules = loaded.rules;
-    }
-    Ok(state)
+    Ok((state, warnings))
 }
 
 impl Launch {
@@ -303,14 +301,36 @@ pub fn run(args: &RunArgs) -> anyhow::Result<u8> {
         (_, true) => Resume::Latest,
         _ => Resume::New,
     };
-    let model = resolve_model(&home, args.model.as_deref()).context(
+    let config = crate::config::load(&home)?;
+    let model = resolve_model(&config, args.model.as_deref()).context(
         "no model to talk to; set KIMI_MODEL_NAME/KIMI_MODEL_API_KEY (see README) or add one to config.toml, or try `kimi-rs demo`",
     )?;
     let model_name = model.provider.model().to_owned();
     let context_window = model.max_context_tokens;
     drop(model);
-    let permissions = permission_state(&home, args)?;
-    let tui_config = TuiConfig::load(&home.join("tui.toml"))?;
+    let (permissions, rule_warnings) = permission_state(&config, args)?;
+    // tui.toml: a file with errors means the defaults, with its problems shown like the rest.
+    let tui_file = kimi_config::tui::TuiFile::read(&home.join("tui.toml"));
+    let tui_config = if tui_file
+        .diagnostics
+        .iter()
+        .any(kimi_config::Diagnostic::is_error)
+    {
+        TuiConfig::default()
+    } else {
+        TuiConfig::from_keys(&tui_file.keys)
+    };
+    let tui_warnings: Vec<String> = tui_file
+        .diagnostics
+        .iter()
+        .map(|d| {
+            if d.is_error() {
+                format!("{d}; using the default UI settings")
+            } else {
+                d.to_string()
+            }
+        })
+        .collect();
     let no_color = std::env::var_os("NO_COLOR").is_some_and(|v| !v.is_empty());
     let full_screen = ["KIMI_RS_TUI_FULL_SCREEN", "KIMI_CODE_TUI_FULL_SCREEN"]
         .iter()
@@ -326,12 +346,13 @@ pub fn run(args: &RunArgs) -> anyhow::Result<u8> {
         .build()
         .context("cannot start the async runtime")?;
     runtime.block_on(async move {
-        let extensions = Arc::new(Extensions::load(&home, &cwd, &args.skills_dir).await);
+        let extensions = Arc::new(Extensions::load(&home, &cwd, &args.skills_dir, &config).await);
         let factory = TuiSessions {
             home: home.clone(),
             args_model: args.model.clone(),
             additional_dirs: args.add_dir.clone(),
             permissions,
+            config: config.clone(),
             agent: Mutex::new(agent_choice(args)),
             extensions: Mutex::new(Some(extensions.clone())),
         };
@@ -343,11 +364,12 @@ pub fn run(args: &RunArgs) -> anyhow::Result<u8> {
         });
         let opened = launch.open(resume)?;
         // Shown in the transcript, where the user sees them (stderr would scroll away).
-        let warnings: Vec<String> = extensions
-            .warnings
-            .iter()
-            .chain(&opened.warnings)
-            .cloned()
+        let warnings: Vec<String> = crate::config::warnings(&config)
+            .into_iter()
+            .chain(tui_warnings)
+            .chain(rule_warnings)
+            .chain(extensions.warnings.iter().cloned())
+            .chain(opened.warnings.iter().cloned())
             .collect();
         let skills = extensions.skill_commands();
         drop(extensions);

@@ -3,6 +3,7 @@
 
 pub mod acp;
 pub mod cli;
+pub mod config;
 pub mod conformance;
 pub mod demo;
 pub mod doctor;

@@ -7,8 +7,9 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use anyhow::{Context, anyhow};
+use kimi_config::Config;
 use kimi_core::engine::runtime::ApproveAll;
-use kimi_core::permission::{PermissionState, load_rules_from_str};
+use kimi_core::permission::{PermissionState, load_rules};
 use kimi_core::session::{
     AgentChoice, OpenedSession, Resume, SessionSetup, latest_session, open_session,
 };
@@ -33,23 +34,16 @@ pub struct ModelChoice {
     pub max_context_tokens: u64,
 }
 
-/// `config.toml` of the home (absent = empty) plus the `KIMI_MODEL_*` environment.
-pub fn resolve_model(home: &std::path::Path, alias: Option<&str>) -> anyhow::Result<ModelChoice> {
-    let path = home.join("config.toml");
-    let config = if path.exists() {
-        LlmConfig::load(&path)?
-    } else {
-        LlmConfig {
-            path,
-            ..LlmConfig::default()
-        }
-    };
+/// The model of the parsed config plus the `KIMI_MODEL_*` environment; `[thinking]
+/// enabled/effort` pick the effort the model is asked for.
+pub fn resolve_model(config: &Config, alias: Option<&str>) -> anyhow::Result<ModelChoice> {
+    let llm = LlmConfig::from_config(config)?;
     let env = |name: &str| std::env::var(name).ok();
-    let model = config.resolve_model(alias, &env)?;
+    let model = llm.resolve_model(alias, &env)?;
     let provider = build_provider(&model)?;
     let params = ModelParams {
         max_tokens: model.max_output_size,
-        thinking: model.effective_thinking(None),
+        thinking: model.effective_thinking(llm.thinking_effort()),
         ..ModelParams::default()
     };
     Ok(ModelChoice {
@@ -61,20 +55,35 @@ pub fn resolve_model(home: &std::path::Path, alias: Option<&str>) -> anyhow::Res
 
 /// The permission chain for print mode: auto mode (nothing can wait for a human) with the
 /// user's rules from `config.toml`; rules that do not load are reported and left out.
-pub fn print_mode_permissions(home: &std::path::Path) -> anyhow::Result<PermissionState> {
+pub fn print_mode_permissions(config: &Config) -> PermissionState {
     let mut state = PermissionState::default();
     state.mode.mode = PermissionMode::Auto;
-    let path = home.join("config.toml");
-    if let Ok(text) = std::fs::read_to_string(&path) {
-        let loaded = load_rules_from_str(&text).map_err(|e| anyhow!("{}: {e}", path.display()))?;
-        for err in &loaded.errors {
-            eprintln!("kimi-rs: {}: {err}", path.display());
-        }
-        state.rules = loaded.rules;
+    let loaded = load_rules(&config.permission);
+    for err in &loaded.errors {
+        eprintln!("kimi-rs: {}: {err}", config.path.display());
     }
-    Ok(state)
+    state.rules = loaded.rules;
+    state
 }
 
+/// `[loop_control]`: attempts per step and the stream timeouts over the default policy.
+pub fn retry_policy(config: &Config) -> RetryPolicy {
+    let loop_control = &config.loop_control;
+    let mut retry = RetryPolicy {
+        max_attempts: loop_control.max_attempts(),
+        ..RetryPolicy::default()
+    };
+    if let Some(secs) = loop_control.first_token_timeout_s {
+        retry.first_token_timeout = std::time::Duration::from_secs(secs);
+    }
+    if let Some(secs) = loop_control.stream_idle_timeout_s {
+        retry.stream_idle_timeout = std::time::Duration::from_secs(secs);
+    }
+    retry
+}
+
+/// A session of this launch: every front end (print mode, TUI, ACP, web) opens sessions
+/// through here, so `[loop_control]` and the rest of `config` apply in each.
 pub fn setup(
     home: PathBuf,
     cwd: PathBuf,
@@ -82,6 +91,7 @@ pub fn setup(
     model: ModelChoice,
     additional_dirs: Vec<PathBuf>,
     permission_chain: Option<PermissionState>,
+    config: &Arc<Config>,
 ) -> SessionSetup {
     SessionSetup {
         home,
@@ -90,8 +100,8 @@ pub fn setup(
         provider: model.provider,
         params: model.params,
         max_context_tokens: model.max_context_tokens,
-        max_steps_per_turn: None,
-        retry: RetryPolicy::default(),
+        max_steps_per_turn: config.loop_control.max_steps(),
+        retry: retry_policy(config),
         permissions: Arc::new(ApproveAll),
         permission_chain,
         additional_dirs,
@@ -99,6 +109,7 @@ pub fn setup(
         fsync: FsyncPolicy::EveryBatch,
         extensions: Default::default(),
         agent: AgentChoice::Default,
+        config: config.clone(),
     }
 }
 
@@ -187,8 +198,12 @@ pub fn print_mode(args: &RunArgs, prompt: &str) -> anyhow::Result<u8> {
         }
         (None, false) => Resume::New,
     };
-    let model = resolve_model(&home, args.model.as_deref())?;
-    let permissions = print_mode_permissions(&home)?;
+    let config = crate::config::load(&home)?;
+    for warning in crate::config::warnings(&config) {
+        eprintln!("kimi-rs: {warning}");
+    }
+    let model = resolve_model(&config, args.model.as_deref())?;
+    let permissions = print_mode_permissions(&config);
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
@@ -196,7 +211,7 @@ pub fn print_mode(args: &RunArgs, prompt: &str) -> anyhow::Result<u8> {
         .context("cannot start the async runtime")?;
     let format = args.output_format.unwrap_or(OutputFormat::Text);
     runtime.block_on(async move {
-        let extensions = Extensions::load(&home, &cwd, &args.skills_dir).await;
+        let extensions = Extensions::load(&home, &cwd, &args.skills_dir, &config).await;
         for warning in &extensions.warnings {
             eprintln!("kimi-rs: {warning}");
         }
@@ -210,6 +225,7 @@ pub fn print_mode(args: &RunArgs, prompt: &str) -> anyhow::Result<u8> {
                 model,
                 args.add_dir.clone(),
                 Some(permissions),
+                &config,
             )
         })?;
         for warning in &opened.warnings {

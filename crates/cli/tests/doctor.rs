@@ -183,7 +183,7 @@ command = "true"
     // Not a Kimi Code key: a warning, not a problem.
     assert!(
         run.stdout
-            .contains("warning: unknown key `frobnicate` (line 2) is not a Kimi Code setting"),
+            .contains("warning: line 2: `frobnicate`: unknown key: is not a config.toml setting"),
         "{run:?}"
     );
     let mcp = line_for(&run, "mcp.json", &h.path("mcp.json"));
@@ -212,9 +212,9 @@ fn a_bad_sandbox_mode_and_a_broken_skill_are_problems() {
     let run = h.doctor(&["config"]);
     assert_eq!(run.code, Some(1), "{run:?}");
     assert!(
-        run.stdout
-            .contains("`[sandbox] mode = \"everything\"` is not a sandbox mode")
-            && run.stdout.contains("(line 1)"),
+        run.stdout.contains(
+            "error: line 2: `sandbox.mode`: is `everything`, which is not a sandbox mode"
+        ),
         "{run:?}"
     );
     let skills = run
@@ -241,7 +241,9 @@ fn tui_toml_errors_and_ignored_values() {
         "{run:?}"
     );
     assert!(
-        run.stdout.contains("theme") && run.stdout.contains("falls back to its defaults"),
+        run.stdout
+            .contains("line 1: `theme`: invalid type: integer `3`, expected a string")
+            && run.stdout.contains("uses its defaults"),
         "{run:?}"
     );
     assert!(!run.stdout.contains("config.toml"), "{run:?}");
@@ -253,7 +255,8 @@ fn tui_toml_errors_and_ignored_values() {
     let run = h.doctor(&["tui"]);
     assert_eq!(run.code, Some(0), "{run:?}");
     assert!(
-        run.stdout.contains("theme `solarized` (line 1)")
+        run.stdout
+            .contains("line 1: `theme`: `solarized`: custom themes are not supported")
             && run.stdout.contains("`weather` is not a status-line item"),
         "{run:?}"
     );
@@ -292,4 +295,55 @@ fn an_explicit_path_must_exist_and_is_checked_instead_of_the_home_file() {
     let run = h.doctor(&["config", "other.toml"]);
     assert_eq!(run.code, Some(1), "{run:?}");
     assert!(run.stdout.contains("not valid TOML"), "{run:?}");
+}
+
+#[test]
+fn every_unknown_key_at_any_depth_and_every_wrong_type_is_reported_in_one_run() {
+    let h = Home::new();
+    h.write(
+        "config.toml",
+        r#"defualt_model = "main"
+telemetry = false
+
+[providers.local]
+type = "openai"
+api_key = "sk-test"
+bogus = 1
+
+[models.main]
+provider = "local"
+model = "m"
+max_context_size = 1000
+[models.main.overrides]
+display_nam = "M"
+
+[loop_control]
+max_stepz = 3
+max_attempts_per_step = "three"
+
+[mcp]
+startup_timeout_ms = true
+
+[services.moonshot_search]
+base_url = "https://example.invalid"
+colour = "blue"
+"#,
+    );
+    let run = h.doctor(&["config"]);
+    assert_eq!(run.code, Some(1), "{run:?}");
+    for expected in [
+        "warning: line 1: `defualt_model`: unknown key: is not a config.toml setting; it is ignored (check its spelling or remove it) (did you mean `default_model`?)",
+        "warning: line 7: `providers.local.bogus`: unknown key: is not a key of [providers.local]",
+        "warning: line 14: `models.main.overrides.display_nam`: unknown key",
+        "(did you mean `display_name`?)",
+        "warning: line 17: `loop_control.max_stepz`: unknown key",
+        "error: line 18: `loop_control.max_attempts_per_step`: invalid type: string \"three\", expected a non-negative integer",
+        "error: line 21: `mcp.startup_timeout_ms`: invalid type: boolean `true`",
+        "warning: line 25: `services.moonshot_search.colour`: unknown key",
+        "warning: line 2: `telemetry`: not supported by kimi-rs; ignored",
+    ] {
+        assert!(run.stdout.contains(expected), "{expected}\n{run:?}");
+    }
+    let config = line_for(&run, "config.toml", &h.path("config.toml"));
+    assert!(config.ends_with(": 2 problems"), "{run:?}");
 }

@@ -30,6 +30,19 @@ impl Diagnostic {
     pub fn is_error(&self) -> bool {
         self.severity == Severity::Error
     }
+
+    /// The diagnostic without its file name (for reports grouped by file):
+    /// `line 4: `key`: message (did you mean …?)`.
+    pub fn brief(&self) -> String {
+        let full = self.to_string();
+        let file = self.file.display().to_string();
+        let rest = full.strip_prefix(&file).unwrap_or(&full);
+        match rest.strip_prefix(':') {
+            Some(rest) if self.line.is_some() => format!("line {}", rest.trim_start()),
+            Some(rest) => rest.trim_start().to_owned(),
+            None => rest.to_owned(),
+        }
+    }
 }
 
 impl fmt::Display for Diagnostic {

@@ -69,6 +69,14 @@ fn modified(path: &Path) -> Option<SystemTime> {
 }
 
 impl Config {
+    /// No file at `path`: every key at its default.
+    pub fn empty(path: &Path) -> Config {
+        Config {
+            path: path.to_owned(),
+            ..Config::default()
+        }
+    }
+
     /// Parses `text` as the contents of `path` (no environment overrides).
     pub fn parse(text: &str, path: &Path) -> Config {
         let mut config = Config {
@@ -237,6 +245,12 @@ impl Config {
             );
         }
     }
+}
+
+/// The 1-based line of the key at `path` in `text` (`None` when it is not there).
+pub fn key_line(text: &str, path: &[&str]) -> Option<usize> {
+    let path: Vec<String> = path.iter().map(|s| (*s).to_owned()).collect();
+    find_line(text, &path)
 }
 
 /// The line of the key at `path`, through the same spanned parse (`None` when not found).

@@ -192,25 +192,40 @@ impl Ctx<'_, '_, '_> {
         }
     }
 
-    /// Deserializes one top-level value; `None` (after a diagnostic) when its type is wrong.
+    /// Deserializes one top-level value. A key of the wrong type is reported and left out,
+    /// and the rest of the section is read again, so every bad key of a section is reported
+    /// in one run and the good ones still apply; `None` when nothing usable is left.
     fn de<T: DeserializeOwned>(&mut self, name: &str, value: &Spanned<DeValue<'_>>) -> Option<T> {
-        let mut ignored = Vec::new();
-        let result: Result<T, _> =
-            serde_ignored::deserialize(ValueDeserializer::from(value.clone()), |path| {
-                let mut segs = vec![name.to_owned()];
-                segments(&path, &mut segs);
-                ignored.push(segs);
-            });
-        for path in ignored {
-            self.unknown(&path);
-        }
-        match result {
-            Ok(value) => Some(value),
-            Err(err) => {
-                let span = err.span().unwrap_or_else(|| value.span());
-                let key = self
-                    .key_at(span.start)
-                    .unwrap_or_else(|| vec![name.to_owned()]);
+        let mut value = value.clone();
+        let mut seen: Vec<Vec<String>> = Vec::new();
+        let mut removed: Vec<Vec<String>> = Vec::new();
+        // Each round removes at least one key, so this ends; the cap is a guard only.
+        for _ in 0..256 {
+            let mut ignored = Vec::new();
+            let result: Result<T, _> =
+                serde_ignored::deserialize(ValueDeserializer::from(value.clone()), |path| {
+                    let mut segs = vec![name.to_owned()];
+                    segments(&path, &mut segs);
+                    ignored.push(segs);
+                });
+            for path in ignored {
+                if !seen.contains(&path) {
+                    self.unknown(&path);
+                    seen.push(path);
+                }
+            }
+            let err = match result {
+                Ok(value) => return Some(value),
+                Err(err) => err,
+            };
+            let span = err.span().unwrap_or_else(|| value.span());
+            let key = self
+                .key_at(span.start)
+                .unwrap_or_else(|| vec![name.to_owned()]);
+            // A table that now misses a required key we removed was reported already.
+            let consequence = err.message().starts_with("missing field")
+                && removed.iter().any(|r| r.starts_with(&key));
+            if !consequence {
                 self.sink.push(
                     Severity::Error,
                     Some(span.start),
@@ -221,9 +236,14 @@ impl Ctx<'_, '_, '_> {
                     ),
                     None,
                 );
-                None
+            }
+            removed.push(key.clone());
+            let inner = key.get(1..).unwrap_or_default();
+            if inner.is_empty() || !remove_key(value.get_mut(), inner) {
+                return None;
             }
         }
+        None
     }
 
     fn unknown(&mut self, path: &[String]) {
@@ -255,38 +275,8 @@ impl Ctx<'_, '_, '_> {
         span_of(self.root, path)
     }
 
-    /// The path of the innermost key whose value contains byte `offset`. A table opened by
-    /// a `[header]` spans only its header, so tables are searched whatever their span.
     fn key_at(&self, offset: usize) -> Option<Vec<String>> {
-        fn search(value: &Spanned<DeValue<'_>>, offset: usize, path: &mut Vec<String>) -> bool {
-            let children: Vec<(String, &Spanned<DeValue<'_>>)> = match value.get_ref() {
-                DeValue::Table(t) => t
-                    .iter()
-                    .map(|(k, v)| (k.get_ref().to_string(), v))
-                    .collect(),
-                DeValue::Array(a) => a
-                    .iter()
-                    .enumerate()
-                    .map(|(i, v)| (i.to_string(), v))
-                    .collect(),
-                _ => return value.span().contains(&offset) || value.span().start == offset,
-            };
-            for (name, child) in children {
-                path.push(name);
-                if search(child, offset, path) {
-                    return true;
-                }
-                path.pop();
-            }
-            value.span().contains(&offset) || value.span().start == offset
-        }
-        for (key, value) in self.root.iter() {
-            let mut path = vec![key.get_ref().to_string()];
-            if search(value, offset, &mut path) || key.span().contains(&offset) {
-                return Some(path);
-            }
-        }
-        None
+        key_at(self.root, offset)
     }
 
     /// Deprecated keys, and keys that are settings of Kimi Code that kimi-rs does not act on.
@@ -373,4 +363,56 @@ pub(crate) fn span_of(root: &DeTable<'_>, path: &[String]) -> Option<Range<usize
         }
     }
     span
+}
+
+/// The path of the innermost key whose value contains byte `offset`. A table opened by
+/// a `[header]` spans only its header, so tables are searched whatever their span.
+pub(crate) fn key_at(root: &DeTable<'_>, offset: usize) -> Option<Vec<String>> {
+    fn search(value: &Spanned<DeValue<'_>>, offset: usize, path: &mut Vec<String>) -> bool {
+        let children: Vec<(String, &Spanned<DeValue<'_>>)> = match value.get_ref() {
+            DeValue::Table(t) => t
+                .iter()
+                .map(|(k, v)| (k.get_ref().to_string(), v))
+                .collect(),
+            DeValue::Array(a) => a
+                .iter()
+                .enumerate()
+                .map(|(i, v)| (i.to_string(), v))
+                .collect(),
+            _ => return value.span().contains(&offset) || value.span().start == offset,
+        };
+        for (name, child) in children {
+            path.push(name);
+            if search(child, offset, path) {
+                return true;
+            }
+            path.pop();
+        }
+        value.span().contains(&offset) || value.span().start == offset
+    }
+    for (key, value) in root.iter() {
+        let mut path = vec![key.get_ref().to_string()];
+        if search(value, offset, &mut path) || key.span().contains(&offset) {
+            return Some(path);
+        }
+    }
+    None
+}
+
+/// Removes the key at `path` (relative to `value`); a path into an array removes the array.
+fn remove_key(value: &mut DeValue<'_>, path: &[String]) -> bool {
+    let DeValue::Table(table) = value else {
+        return false;
+    };
+    let Some((first, rest)) = path.split_first() else {
+        return false;
+    };
+    if !rest.is_empty()
+        && let Some(child) = table.get_mut(first.as_str())
+        && child.get_ref().is_table()
+        && remove_key(child.get_mut(), rest)
+    {
+        return true;
+    }
+    table.remove(first.as_str()).is_some()
 }

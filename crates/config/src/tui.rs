@@ -167,10 +167,15 @@ fn parse_keys(text: &str, path: &Path, out: &mut Vec<Diagnostic>) -> TuiKeys {
     let keys_out = match result {
         Ok(keys) => keys,
         Err(err) => {
+            let key = err
+                .span()
+                .and_then(|s| crate::parse::key_at(table, s.start))
+                .map(|p| p.join("."))
+                .unwrap_or_default();
             sink.push(
                 Severity::Error,
                 err.span().map(|s| s.start),
-                "",
+                &key,
                 format!(
                     "{}; the terminal UI uses its defaults until it is fixed",
                     err.message().trim_end()

@@ -279,17 +279,23 @@ fn find_session(store: &SessionStore, id: &str) -> Option<(String, String)> {
         .map(|e| (e.workdir_key, e.id))
 }
 
+/// Where agent files are looked for: the standard roots plus `extra_agent_dirs` (user-level;
+/// `~` expanded, relative ones from `cwd`).
+pub fn agent_dirs(home: &Path, cwd: &Path, config: &kimi_config::Config) -> AgentDirs {
+    let mut dirs = AgentDirs::standard(home, std::env::home_dir().as_deref(), cwd);
+    for dir in &config.extra_agent_dirs {
+        dirs.user.push(expand_dir(dir, cwd));
+    }
+    dirs
+}
+
 pub fn open_session(setup: SessionSetup) -> Result<OpenedSession, SessionError> {
     let store = SessionStore::new(Home::new(&setup.home));
     let explicit = match &setup.agent {
         AgentChoice::File(path) => Some(setup.cwd.join(path)),
         AgentChoice::Default | AgentChoice::Named(_) => None,
     };
-    let mut dirs = AgentDirs::standard(&setup.home, std::env::home_dir().as_deref(), &setup.cwd);
-    // `extra_agent_dirs`: user-level roots (`~` expanded, relative ones from the project).
-    for dir in &setup.config.extra_agent_dirs {
-        dirs.user.push(expand_dir(dir, &setup.cwd));
-    }
+    let dirs = agent_dirs(&setup.home, &setup.cwd, &setup.config);
     let (catalog, mut warnings) = ProfileCatalog::load(&dirs, explicit.as_deref())?;
     let target = match &setup.resume {
         Resume::New => None,
@@ -575,10 +581,15 @@ fn compaction_config(
 
 /// `[background]` keys the tools act on: the kill grace (the task manager is reopened with
 /// it), auto-backgrounding of a timed-out command and its task timeout.
-fn apply_tool_settings(ctx: &mut ToolContext, background: &kimi_config::Background, agent_dir: &Path) {
+fn apply_tool_settings(
+    ctx: &mut ToolContext,
+    background: &kimi_config::Background,
+    agent_dir: &Path,
+) {
     if let Some(ms) = background.kill_grace_period_ms {
         ctx.settings.kill_grace = std::time::Duration::from_millis(ms);
-        ctx.tasks = kimi_tools::tasks::TaskManager::open(agent_dir.join("tasks"), ctx.settings.kill_grace);
+        ctx.tasks =
+            kimi_tools::tasks::TaskManager::open(agent_dir.join("tasks"), ctx.settings.kill_grace);
     }
     if let Some(on) = background.bash_auto_background_on_timeout {
         ctx.settings.bash_auto_background_on_timeout = on;

@@ -4,12 +4,6 @@ use thiserror::Error;
 
 #[derive(Debug, Error)]
 pub enum TuiError {
-    #[error("cannot parse {path}: {source}; fix the file or delete it to use defaults")]
-    Config {
-        path: String,
-        #[source]
-        source: toml::de::Error,
-    },
     #[error("cannot {what}: {source}")]
     Io {
         what: String,

@@ -8,7 +8,7 @@
 //! // (host ops such as Op::ListSessions go to the session host like every op)
 //! // launch task: serve host.host_requests (HostRequest), answer through host.host_updates.
 //! let opts = RunOptions {
-//!     app: AppOptions::from_config(&TuiConfig::load(&tui_toml)?, info, Some(data_dir), cwd, no_color),
+//!     app: AppOptions::from_config(&TuiConfig::from_keys(&tui_file.keys), info, Some(data_dir), cwd, no_color),
 //!     transcript: resumed_messages,
 //!     full_screen: env_full_screen,          // KIMI_CODE_TUI_FULL_SCREEN=1
 //!     open_session_picker: dash_s_without_id,

@@ -172,7 +172,10 @@ pub struct LoadedHooks {
 /// in the errors.
 pub fn load_hooks_from_str(config: &str) -> Result<LoadedHooks, ConfigSyntaxError> {
     let parsed = kimi_config::Config::parse(config, std::path::Path::new("config.toml"));
-    if let Some(err) = parsed.errors().find(|d| d.message.starts_with("not valid TOML")) {
+    if let Some(err) = parsed
+        .errors()
+        .find(|d| d.message.starts_with("not valid TOML"))
+    {
         return Err(ConfigSyntaxError(err.to_string()));
     }
     Ok(load_hooks(&parsed.hooks))

@@ -3,7 +3,6 @@
 //! per-class lookup the policy chain uses. Invalid rules are reported with index, line and why,
 //! and the valid ones are kept.
 
-
 use super::call::CallFacts;
 use super::rules::{MatchContext, PatternError, RulePattern};
 
@@ -132,7 +131,10 @@ const SECTIONS: [(&str, Option<RuleDecision>); 4] = [
 /// errors.
 pub fn load_rules_from_str(config: &str) -> Result<LoadedRules, ConfigSyntaxError> {
     let parsed = kimi_config::Config::parse(config, std::path::Path::new("config.toml"));
-    if let Some(err) = parsed.errors().find(|d| d.message.starts_with("not valid TOML")) {
+    if let Some(err) = parsed
+        .errors()
+        .find(|d| d.message.starts_with("not valid TOML"))
+    {
         return Err(ConfigSyntaxError(err.to_string()));
     }
     Ok(load_rules(&parsed.permission))
@@ -144,7 +146,13 @@ pub fn load_rules(perm: &kimi_config::Permission) -> LoadedRules {
     let mut entries = Vec::new();
     for ((name, implied), list) in SECTIONS.iter().zip(lists) {
         for (i, entry) in list.iter().enumerate() {
-            entries.push((*name, *implied, i + 1, Some(entry.line), entry.value.clone()));
+            entries.push((
+                *name,
+                *implied,
+                i + 1,
+                Some(entry.line),
+                entry.value.clone(),
+            ));
         }
     }
     build(entries)
