@@ -1,0 +1,116 @@
+//! config.toml on the real binary in print mode, against the loopback scripted model: the
+//! `[loop_control]` limits take effect, a key of the wrong type refuses the start naming the
+//! file, the line and the key, and unknown keys are warned about with their line.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod common;
+
+use common::{FORMATS, Fixture};
+use kimi_llm::scripted::ScriptTurn;
+
+fn read_call(id: &str) -> ScriptTurn {
+    ScriptTurn::tool_calls(&[(id, "Read", r#"{"path":"notes.txt"}"#)])
+}
+
+#[test]
+fn max_steps_per_turn_stops_a_turn_after_that_many_steps() {
+    let fx = Fixture::new(
+        FORMATS[0],
+        vec![
+            read_call("call_1"),
+            read_call("call_2"),
+            read_call("call_3"),
+            ScriptTurn::text("done"),
+        ],
+    );
+    std::fs::write(fx.cwd().join("notes.txt"), "hello\n").unwrap();
+    std::fs::write(
+        fx.home.path().join("config.toml"),
+        "[loop_control]\nmax_steps_per_turn = 2\n",
+    )
+    .unwrap();
+    let run = fx.run(&["-p", "read the notes until told to stop"]);
+    assert_eq!(run.code, Some(1), "{run:?}");
+    assert_eq!(fx.requests().len(), 2, "two steps, two model requests: {run:?}");
+    assert!(run.stderr.contains("Turn exceeded maxSteps=2"), "{run:?}");
+
+    // The environment variable wins over the file.
+    let fx = Fixture::new(
+        FORMATS[0],
+        vec![read_call("call_1"), read_call("call_2"), ScriptTurn::text("done")],
+    );
+    std::fs::write(fx.cwd().join("notes.txt"), "hello\n").unwrap();
+    std::fs::write(
+        fx.home.path().join("config.toml"),
+        "[loop_control]\nmax_steps_per_turn = 2\n",
+    )
+    .unwrap();
+    let run: common::Run = fx
+        .command(&["-p", "read"])
+        .env("KIMI_LOOP_MAX_STEPS_PER_TURN", "0")
+        .output()
+        .unwrap()
+        .into();
+    assert_eq!(run.code, Some(0), "0 = unlimited: {run:?}");
+    assert_eq!(fx.requests().len(), 3, "{run:?}");
+}
+
+#[test]
+fn max_attempts_per_step_bounds_the_retries_of_a_step() {
+    let fx = Fixture::new(
+        FORMATS[0],
+        vec![
+            ScriptTurn::Error {
+                status: 503,
+                body: r#"{"error":{"message":"overloaded","type":"server_error"}}"#.to_owned(),
+                headers: vec![("retry-after".to_owned(), "0".to_owned())],
+            },
+            ScriptTurn::text("never reached"),
+        ],
+    );
+    std::fs::write(
+        fx.home.path().join("config.toml"),
+        "[loop_control]\nmax_attempts_per_step = 1\n",
+    )
+    .unwrap();
+    let run = fx.run(&["-p", "hi"]);
+    assert_eq!(run.code, Some(1), "{run:?}");
+    assert_eq!(fx.requests().len(), 1, "one attempt, no retry: {run:?}");
+}
+
+#[test]
+fn a_key_of_the_wrong_type_refuses_to_start_naming_file_line_and_key() {
+    let fx = Fixture::new(FORMATS[0], vec![ScriptTurn::text("never reached")]);
+    let path = fx.home.path().join("config.toml");
+    std::fs::write(
+        &path,
+        "# limits\n[loop_control]\nmax_steps_per_turn = \"ten\"\n",
+    )
+    .unwrap();
+    let run = fx.run(&["-p", "hi"]);
+    assert_eq!(run.code, Some(1), "{run:?}");
+    let expected = format!(
+        "{}:3: `loop_control.max_steps_per_turn`: invalid type: string \"ten\", expected a non-negative integer",
+        path.display()
+    );
+    assert!(run.stderr.contains(&expected), "{expected}\n{run:?}");
+    assert!(fx.requests().is_empty(), "nothing was sent: {run:?}");
+}
+
+#[test]
+fn unknown_keys_are_warned_about_with_line_and_suggestion_and_the_run_goes_on() {
+    let fx = Fixture::new(FORMATS[0], vec![ScriptTurn::text("hello")]);
+    let path = fx.home.path().join("config.toml");
+    std::fs::write(&path, "[loop_control]\nmax_stepz_per_turn = 1\n").unwrap();
+    let run = fx.run(&["-p", "hi"]);
+    assert_eq!(run.code, Some(0), "{run:?}");
+    let expected = format!(
+        "kimi-rs: {}:2: `loop_control.max_stepz_per_turn`: unknown key",
+        path.display()
+    );
+    assert!(
+        run.stderr.contains(&expected)
+            && run.stderr.contains("(did you mean `max_steps_per_turn`?)"),
+        "{run:?}"
+    );
+}
