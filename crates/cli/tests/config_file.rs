@@ -114,3 +114,50 @@ fn unknown_keys_are_warned_about_with_line_and_suggestion_and_the_run_goes_on() 
         "{run:?}"
     );
 }
+
+/// Tool names the model was offered (OpenAI chat shape).
+fn offered_tools(body: &serde_json::Value) -> Vec<String> {
+    body["tools"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|t| t["function"]["name"].as_str().map(str::to_owned))
+        .collect()
+}
+
+#[test]
+fn tools_disabled_in_config_are_not_offered_to_the_model() {
+    let fx = Fixture::new(FORMATS[0], vec![ScriptTurn::text("hello")]);
+    let run = fx.run(&["-p", "hi"]);
+    assert_eq!(run.code, Some(0), "{run:?}");
+    let before = offered_tools(&fx.requests()[0].body);
+    assert!(before.iter().any(|t| t == "Bash") && before.iter().any(|t| t == "Write"));
+
+    let fx = Fixture::new(FORMATS[0], vec![ScriptTurn::text("hello")]);
+    std::fs::write(
+        fx.home.path().join("config.toml"),
+        "[tools]\ndisabled = [\"Bash\", \"Write\"]\n",
+    )
+    .unwrap();
+    let run = fx.run(&["-p", "hi"]);
+    assert_eq!(run.code, Some(0), "{run:?}");
+    let after = offered_tools(&fx.requests()[0].body);
+    assert!(!after.iter().any(|t| t == "Bash" || t == "Write"), "{after:?}");
+    assert_eq!(after.len(), before.len() - 2, "{after:?}");
+}
+
+#[test]
+fn settings_kimi_rs_does_not_have_are_reported_at_start_up() {
+    let fx = Fixture::new(FORMATS[0], vec![ScriptTurn::text("hello")]);
+    let path = fx.home.path().join("config.toml");
+    std::fs::write(&path, "telemetry = false\n[experimental]\ntower = true\n").unwrap();
+    let run = fx.run(&["-p", "hi"]);
+    assert_eq!(run.code, Some(0), "{run:?}");
+    for (line, key) in [(1, "telemetry"), (2, "experimental")] {
+        let expected = format!(
+            "kimi-rs: {}:{line}: `{key}`: not supported by kimi-rs; ignored",
+            path.display()
+        );
+        assert!(run.stderr.contains(&expected), "{expected}\n{run:?}");
+    }
+}

@@ -75,12 +75,6 @@ impl Config {
         if let Some(n) = self.env_number(env, "KIMI_MCP_TOOL_TIMEOUT_MS") {
             self.mcp.tool_timeout_ms = Some(n);
         }
-        if let Some(n) = self.env_number(env, "KIMI_IMAGE_MAX_EDGE_PX") {
-            self.image.max_edge_px = Some(n);
-        }
-        if let Some(n) = self.env_number(env, "KIMI_IMAGE_READ_BYTE_BUDGET") {
-            self.image.read_byte_budget = Some(n);
-        }
         for (var, slot) in [
             ("KIMI_DISABLE_CRON", 0),
             ("KIMI_CRON_NO_JITTER", 1),

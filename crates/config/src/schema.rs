@@ -95,6 +95,14 @@ pub const UNSUPPORTED: &[(&str, &str)] = &[
     ("experimental", "there are no experimental flags"),
     ("model_catalog", "there is no model catalog"),
     ("providers.*.oauth", "there is no OAuth login; use api_key"),
+    (
+        "providers.*.default_model",
+        "the model comes from default_model, -m or KIMI_MODEL_NAME",
+    ),
+    (
+        "image",
+        "images are downscaled to 2000 px per edge and a 256 KiB budget",
+    ),
     ("providers.*.model_source", "models come only from [models]"),
     (
         "models.*.max_input_size",

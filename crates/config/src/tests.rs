@@ -374,7 +374,7 @@ fn environment_overrides_win_over_the_file_and_bad_values_are_errors() {
         "KIMI_LOOP_MAX_RETRIES_PER_STEP" => Some("4".to_owned()),
         "KIMI_MCP_STARTUP_TIMEOUT_MS" => Some("1500".to_owned()),
         "KIMI_DISABLE_CRON" => Some("1".to_owned()),
-        "KIMI_IMAGE_MAX_EDGE_PX" => Some("big".to_owned()),
+        "KIMI_MCP_TOOL_TIMEOUT_MS" => Some("big".to_owned()),
         _ => None,
     };
     let config = Config::load(&path, &env);
@@ -385,11 +385,11 @@ fn environment_overrides_win_over_the_file_and_bad_values_are_errors() {
         "legacy name still works"
     );
     assert_eq!(config.mcp.startup_timeout_ms, Some(1500));
-    assert_eq!(config.mcp.tool_timeout_ms, Some(1));
+    assert_eq!(config.mcp.tool_timeout_ms, Some(1), "a bad override leaves the file's value");
     assert_eq!(config.cron.disabled, Some(true));
     let errors: Vec<String> = config.errors().map(ToString::to_string).collect();
     assert_eq!(errors.len(), 1, "{errors:?}");
-    assert!(errors[0].contains("KIMI_IMAGE_MAX_EDGE_PX") && errors[0].contains("big"));
+    assert!(errors[0].contains("KIMI_MCP_TOOL_TIMEOUT_MS") && errors[0].contains("big"));
     // A missing file is the empty configuration.
     let missing = Config::load(&dir.path().join("none.toml"), &|_| None);
     assert!(!missing.present && missing.diagnostics.is_empty());

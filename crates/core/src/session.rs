@@ -402,6 +402,7 @@ pub fn open_session(setup: SessionSetup) -> Result<OpenedSession, SessionError> 
         max_steps_per_turn: setup.max_steps_per_turn,
         retry: setup.retry.clone(),
         compaction,
+        tools_allowed: setup.config.tools.clone(),
         permissions: permissions.clone(),
         hooks: hooks.clone(),
         base_ctx: ctx.clone(),

@@ -36,6 +36,8 @@ pub struct SubagentHost {
     pub max_steps_per_turn: Option<u32>,
     pub retry: RetryPolicy,
     pub compaction: kimi_context::compaction::trigger::CompactionConfig,
+    /// `[tools] enabled/disabled`: which tools exist at all, for subagents as for the main agent.
+    pub tools_allowed: kimi_config::Tools,
     pub permissions: Arc<dyn PermissionPolicy>,
     pub hooks: Option<Arc<EngineHooks>>,
     /// The caller's tool context: subagents take its environment, directories and settings.
@@ -81,6 +83,8 @@ pub struct HostParts {
     pub max_steps_per_turn: Option<u32>,
     pub retry: RetryPolicy,
     pub compaction: kimi_context::compaction::trigger::CompactionConfig,
+    /// `[tools] enabled/disabled`: which tools exist at all, for subagents as for the main agent.
+    pub tools_allowed: kimi_config::Tools,
     pub permissions: Arc<dyn PermissionPolicy>,
     pub hooks: Option<Arc<EngineHooks>>,
     pub base_ctx: ToolContext,
@@ -114,6 +118,7 @@ impl SubagentHost {
             max_context_tokens: parts.max_context_tokens,
             max_steps_per_turn: parts.max_steps_per_turn,
             compaction: parts.compaction,
+            tools_allowed: parts.tools_allowed,
             retry: parts.retry,
             permissions: parts.permissions,
             hooks: parts.hooks,

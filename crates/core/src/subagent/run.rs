@@ -256,6 +256,11 @@ impl SubagentHost {
         ctx.skill_roots.clone_from(&self.base_ctx.skill_roots);
         ctx.env.clone_from(&self.base_ctx.env);
         ctx.settings = self.base_ctx.settings.clone();
+        if ctx.settings.kill_grace != kimi_tools::ToolSettings::default().kill_grace {
+            // `[background] kill_grace_period_ms` for this agent's tasks too.
+            ctx.tasks =
+                kimi_tools::tasks::TaskManager::open(agent_dir.join("tasks"), ctx.settings.kill_grace);
+        }
         // Subagents never delegate further, so chains end here.
         let builtins = kimi_tools::builtin::default_registry();
         let available: Vec<Arc<dyn kimi_tools::Tool>> = builtins
@@ -263,7 +268,7 @@ impl SubagentHost {
             .iter()
             .filter_map(|n| builtins.get(n))
             .chain(self.extension_tools.iter().cloned())
-            .filter(|t| t.name() != "Agent")
+            .filter(|t| t.name() != "Agent" && self.tools_allowed.allows(t.name()))
             .collect();
         let config = AgentConfig {
             session_id: self.session.state.id.clone(),
