@@ -161,3 +161,61 @@ fn settings_kimi_rs_does_not_have_are_reported_at_start_up() {
         assert!(run.stderr.contains(&expected), "{expected}\n{run:?}");
     }
 }
+
+/// One ACP exchange: initialize, a new session in `cwd`, one prompt; returns the prompt's
+/// response. Read needs no approval, so no permission request comes.
+fn acp_prompt(fx: &Fixture, text: &str) -> serde_json::Value {
+    use std::io::{BufRead, BufReader, Write};
+    use std::process::Stdio;
+
+    use serde_json::json;
+    let mut child = fx
+        .command(&["acp"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    let mut call = |id: u64, method: &str, params: serde_json::Value| -> serde_json::Value {
+        let message = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
+        writeln!(stdin, "{message}").unwrap();
+        stdin.flush().unwrap();
+        loop {
+            let line = lines.next().expect("the agent answered").unwrap();
+            let value: serde_json::Value = serde_json::from_str(&line).unwrap();
+            if value.get("id") == Some(&json!(id)) && value.get("method").is_none() {
+                return value;
+            }
+        }
+    };
+    call(1, "initialize", json!({"protocolVersion": 1, "clientCapabilities": {}}));
+    let session = call(2, "session/new", json!({"cwd": fx.cwd(), "mcpServers": []}));
+    let id = session["result"]["sessionId"].as_str().unwrap().to_owned();
+    let response = call(
+        3,
+        "session/prompt",
+        json!({"sessionId": id, "prompt": [{"type": "text", "text": text}]}),
+    );
+    drop(call);
+    drop(stdin);
+    child.wait().unwrap();
+    response
+}
+
+#[test]
+fn max_steps_per_turn_is_enforced_for_editor_sessions_too() {
+    let fx = Fixture::new(
+        FORMATS[0],
+        vec![read_call("call_1"), read_call("call_2"), ScriptTurn::text("done")],
+    );
+    std::fs::write(fx.cwd().join("notes.txt"), "hello\n").unwrap();
+    std::fs::write(
+        fx.home.path().join("config.toml"),
+        "[loop_control]\nmax_steps_per_turn = 1\n",
+    )
+    .unwrap();
+    let response = acp_prompt(&fx, "read the notes");
+    assert_eq!(fx.requests().len(), 1, "one step, one request: {response}");
+}
