@@ -31,13 +31,21 @@ fn max_steps_per_turn_stops_a_turn_after_that_many_steps() {
     .unwrap();
     let run = fx.run(&["-p", "read the notes until told to stop"]);
     assert_eq!(run.code, Some(1), "{run:?}");
-    assert_eq!(fx.requests().len(), 2, "two steps, two model requests: {run:?}");
+    assert_eq!(
+        fx.requests().len(),
+        2,
+        "two steps, two model requests: {run:?}"
+    );
     assert!(run.stderr.contains("Turn exceeded maxSteps=2"), "{run:?}");
 
     // The environment variable wins over the file.
     let fx = Fixture::new(
         FORMATS[0],
-        vec![read_call("call_1"), read_call("call_2"), ScriptTurn::text("done")],
+        vec![
+            read_call("call_1"),
+            read_call("call_2"),
+            ScriptTurn::text("done"),
+        ],
     );
     std::fs::write(fx.cwd().join("notes.txt"), "hello\n").unwrap();
     std::fs::write(
@@ -142,7 +150,10 @@ fn tools_disabled_in_config_are_not_offered_to_the_model() {
     let run = fx.run(&["-p", "hi"]);
     assert_eq!(run.code, Some(0), "{run:?}");
     let after = offered_tools(&fx.requests()[0].body);
-    assert!(!after.iter().any(|t| t == "Bash" || t == "Write"), "{after:?}");
+    assert!(
+        !after.iter().any(|t| t == "Bash" || t == "Write"),
+        "{after:?}"
+    );
     assert_eq!(after.len(), before.len() - 2, "{after:?}");
 }
 
@@ -190,7 +201,11 @@ fn acp_prompt(fx: &Fixture, text: &str) -> serde_json::Value {
             }
         }
     };
-    call(1, "initialize", json!({"protocolVersion": 1, "clientCapabilities": {}}));
+    call(
+        1,
+        "initialize",
+        json!({"protocolVersion": 1, "clientCapabilities": {}}),
+    );
     let session = call(2, "session/new", json!({"cwd": fx.cwd(), "mcpServers": []}));
     let id = session["result"]["sessionId"].as_str().unwrap().to_owned();
     let response = call(
@@ -198,7 +213,6 @@ fn acp_prompt(fx: &Fixture, text: &str) -> serde_json::Value {
         "session/prompt",
         json!({"sessionId": id, "prompt": [{"type": "text", "text": text}]}),
     );
-    drop(call);
     drop(stdin);
     child.wait().unwrap();
     response
@@ -208,7 +222,11 @@ fn acp_prompt(fx: &Fixture, text: &str) -> serde_json::Value {
 fn max_steps_per_turn_is_enforced_for_editor_sessions_too() {
     let fx = Fixture::new(
         FORMATS[0],
-        vec![read_call("call_1"), read_call("call_2"), ScriptTurn::text("done")],
+        vec![
+            read_call("call_1"),
+            read_call("call_2"),
+            ScriptTurn::text("done"),
+        ],
     );
     std::fs::write(fx.cwd().join("notes.txt"), "hello\n").unwrap();
     std::fs::write(

@@ -251,9 +251,8 @@ impl Ctx<'_, '_, '_> {
         if DEPRECATED.iter().any(|d| matches(d, path)) {
             return;
         }
-        let (last, parent) = match path.split_last() {
-            Some(split) => split,
-            None => return,
+        let Some((last, parent)) = path.split_last() else {
+            return;
         };
         let suggestion = did_you_mean(last, known_keys(parent).iter().copied());
         let at = self.span_of(path).map(|s| s.start);

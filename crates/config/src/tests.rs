@@ -385,7 +385,11 @@ fn environment_overrides_win_over_the_file_and_bad_values_are_errors() {
         "legacy name still works"
     );
     assert_eq!(config.mcp.startup_timeout_ms, Some(1500));
-    assert_eq!(config.mcp.tool_timeout_ms, Some(1), "a bad override leaves the file's value");
+    assert_eq!(
+        config.mcp.tool_timeout_ms,
+        Some(1),
+        "a bad override leaves the file's value"
+    );
     assert_eq!(config.cron.disabled, Some(true));
     let errors: Vec<String> = config.errors().map(ToString::to_string).collect();
     assert_eq!(errors.len(), 1, "{errors:?}");

@@ -258,8 +258,10 @@ impl SubagentHost {
         ctx.settings = self.base_ctx.settings.clone();
         if ctx.settings.kill_grace != kimi_tools::ToolSettings::default().kill_grace {
             // `[background] kill_grace_period_ms` for this agent's tasks too.
-            ctx.tasks =
-                kimi_tools::tasks::TaskManager::open(agent_dir.join("tasks"), ctx.settings.kill_grace);
+            ctx.tasks = kimi_tools::tasks::TaskManager::open(
+                agent_dir.join("tasks"),
+                ctx.settings.kill_grace,
+            );
         }
         // Subagents never delegate further, so chains end here.
         let builtins = kimi_tools::builtin::default_registry();
