@@ -34,7 +34,10 @@ pub fn server_host(args: &RunArgs, label: &'static str) -> anyhow::Result<Sessio
     let home = kimi_store::home_from_env()?;
     let config = crate::config::load(&home)?;
     let (permissions, rule_warnings) = crate::interactive::permission_state(&config, args)?;
-    for warning in crate::config::warnings(&config).iter().chain(&rule_warnings) {
+    for warning in crate::config::warnings(&config)
+        .iter()
+        .chain(&rule_warnings)
+    {
         eprintln!("{label}: {warning}");
     }
     let factory = ServerSessions {
@@ -57,8 +60,8 @@ impl SessionFactory for ServerSessions {
         resume: &Resume,
         mcp_servers: Option<&serde_json::Value>,
     ) -> Result<(SessionSetup, Arc<dyn SessionExtras>), String> {
-        let model =
-            resolve_model(&self.config, self.args.model.as_deref()).map_err(|e| format!("{e:#}"))?;
+        let model = resolve_model(&self.config, self.args.model.as_deref())
+            .map_err(|e| format!("{e:#}"))?;
         let extensions = tokio::task::block_in_place(|| {
             tokio::runtime::Handle::current().block_on(Extensions::load_with(
                 &self.home,

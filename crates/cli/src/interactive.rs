@@ -14,8 +14,8 @@ use std::sync::{Arc, Mutex, PoisonError};
 
 use anyhow::Context;
 use base64::Engine as _;
-use kimi_core::host::{SessionExtras, SessionFactory, SessionHost};
 use kimi_config::Config;
+use kimi_core::host::{SessionExtras, SessionFactory, SessionHost};
 use kimi_core::permission::{ModeInputs, PermissionState, load_rules, resolve_mode};
 use kimi_core::session::{AgentChoice, OpenedSession, Resume, SessionSetup};
 use kimi_protocol::ops::Op;
@@ -52,8 +52,8 @@ impl SessionFactory for TuiSessions {
         resume: &Resume,
         _mcp_servers: Option<&serde_json::Value>,
     ) -> Result<(SessionSetup, Arc<dyn SessionExtras>), String> {
-        let model =
-            resolve_model(&self.config, self.args_model.as_deref()).map_err(|e| format!("{e:#}"))?;
+        let model = resolve_model(&self.config, self.args_model.as_deref())
+            .map_err(|e| format!("{e:#}"))?;
         let extensions = self
             .extensions
             .lock()

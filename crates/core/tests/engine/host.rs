@@ -69,6 +69,7 @@ impl SessionFactory for Factory {
             fsync: FsyncPolicy::Never,
             extensions: Default::default(),
             agent: Default::default(),
+            config: Default::default(),
         };
         Ok((setup, Arc::new(Extras)))
     }
