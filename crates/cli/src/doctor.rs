@@ -2,11 +2,12 @@
 //! per file, whether it is fine, absent, or what is wrong with it and how to fix it
 //! (surface.md §1.3 `kimi doctor`, §4, §10).
 //!
-//! Every check goes through the loader a session uses (`LlmConfig`, the permission-rule and
-//! hook loaders, the sandbox section, `TuiConfig`, the `mcp.json` parser, skill discovery and
-//! the agent-profile catalog), so doctor and a session never disagree about a file. Problems
-//! (the file, or part of it, will not work) make the exit status 1; warnings (something is
-//! ignored but harmless, e.g. a key that is not a Kimi Code setting) do not.
+//! Every check goes through the loader a session uses (kimi-config's one parse of config.toml
+//! and tui.toml, `LlmConfig`, the permission-rule and hook validators, the `mcp.json` parser,
+//! skill discovery and the agent-profile catalog), so doctor and a session never disagree
+//! about a file, and every problem of a file is reported in one run. Problems (the file, or
+//! part of it, will not work; a session refuses to start on a config error) make the exit
+//! status 1; warnings (something is ignored: an unknown, deprecated or unsupported key) do not.
 
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
