@@ -599,3 +599,26 @@ fn apply_tool_settings(
         ctx.settings.bash_task_timeout_s = secs;
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn loop_control_sets_the_compaction_thresholds_and_extra_agent_dirs_are_searched() {
+        let config = kimi_config::Config::parse(
+            "extra_agent_dirs = [\"team-agents\"]\n[loop_control]\ncompaction_trigger_ratio = 0.6\nreserved_context_size = 1000\n",
+            Path::new("/h/config.toml"),
+        );
+        let compaction = compaction_config(&config.loop_control);
+        assert_eq!(compaction.trigger_ratio, 0.6);
+        assert_eq!(compaction.reserved_context_size, 1000);
+        let defaults = compaction_config(&kimi_config::LoopControl::default());
+        assert_eq!(
+            defaults,
+            kimi_context::compaction::trigger::CompactionConfig::default()
+        );
+        let dirs = agent_dirs(Path::new("/h"), Path::new("/work"), &config);
+        assert_eq!(dirs.user.last(), Some(&PathBuf::from("/work/team-agents")));
+    }
+}
