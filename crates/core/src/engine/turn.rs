@@ -10,7 +10,8 @@ use futures::StreamExt;
 use kimi_context::projector::{ProjectionPolicy, project_with};
 use kimi_context::tool_call_ids::ToolCallIdNormalizer;
 use kimi_llm::{
-    Accumulator, ChatRequest, Completion, ErrorKind, FinishReason, LlmError, StreamDelta,
+    Accumulator, ChatRequest, Completion, ErrorKind, FinishReason, LlmError, StallLimits,
+    StreamDelta, stream_watched,
 };
 use kimi_protocol::ops::{Event, TurnEndReason};
 use kimi_protocol::origin::KnownOrigin;
@@ -554,14 +555,17 @@ async fn run_step(
                     | ErrorKind::ImageFormat
                     | ErrorKind::Cancelled => {}
                 }
-                if err.is_retryable() && attempt < rt.config.retry.max_attempts {
+                // An unreachable server gets a smaller budget: waiting minutes will not fix
+                // a wrong URL or a stopped local server.
+                let max_attempts = rt.config.retry.max_attempts_for(&err);
+                if err.is_retryable() && attempt < max_attempts {
                     let delay = rt.config.retry.delay_for(attempt, &err);
                     let delay_ms = u64::try_from(delay.as_millis()).unwrap_or(u64::MAX);
                     rt.emit(Event::StepRetrying {
                         turn_id,
                         failed_attempt: attempt,
                         next_attempt: attempt + 1,
-                        max_attempts: rt.config.retry.max_attempts,
+                        max_attempts,
                         delay_ms,
                         error_name: err.name().to_owned(),
                         error_message: err.to_string(),
@@ -581,6 +585,11 @@ async fn run_step(
                     }
                     attempt += 1;
                     continue;
+                }
+                if err.is_retryable() && attempt > 1 {
+                    return Err(Failure::Error(format!(
+                        "{err} (gave up after {attempt} attempts)"
+                    )));
                 }
                 return Err(Failure::Error(err.to_string()));
             }
@@ -639,8 +648,10 @@ async fn stream_once(
     acc: &mut Accumulator,
     cancel: &CancellationToken,
 ) -> Result<(), LlmError> {
+    // A server that stops sending fails the attempt (retryably) instead of hanging the turn.
+    let limits = StallLimits::from_policy(&rt.config.retry);
     let mut stream = tokio::select! {
-        stream = rt.config.provider.stream(request) => stream?,
+        stream = stream_watched(rt.config.provider.as_ref(), request, limits) => stream?,
         () = cancel.cancelled() => return Err(LlmError::Cancelled),
     };
     loop {
