@@ -107,6 +107,9 @@ pub struct SessionExtensions {
     pub skills_prompt: String,
     /// Skill roots: readable like the workspace (never writable).
     pub skill_roots: Vec<PathBuf>,
+    /// Tools that join after the session opened (MCP servers connecting in the background):
+    /// each agent's registry offers those its profile allows from the next request on.
+    pub late_tools: Option<kimi_tools::LateTools>,
 }
 
 impl std::fmt::Debug for SessionExtensions {
@@ -117,6 +120,7 @@ impl std::fmt::Debug for SessionExtensions {
                 &self.tools.iter().map(|t| t.name()).collect::<Vec<_>>(),
             )
             .field("skill_roots", &self.skill_roots)
+            .field("late_tools", &self.late_tools)
             .finish_non_exhaustive()
     }
 }
@@ -398,6 +402,7 @@ pub fn open_session(setup: SessionSetup) -> Result<OpenedSession, SessionError> 
         hooks: hooks.clone(),
         base_ctx: ctx.clone(),
         extension_tools: extension_tools.clone(),
+        late_tools: setup.extensions.late_tools.clone(),
         catalog,
         caller: profile.clone(),
         fsync: setup.fsync,
@@ -415,6 +420,7 @@ pub fn open_session(setup: SessionSetup) -> Result<OpenedSession, SessionError> 
         tools: Arc::new(main_registry(
             &profile,
             &extension_tools,
+            setup.extensions.late_tools.as_ref(),
             &subagents,
             &plan,
             cron.as_ref(),
@@ -519,6 +525,7 @@ fn restored_profile(
 fn main_registry(
     profile: &Profile,
     extension_tools: &[Arc<dyn kimi_tools::Tool>],
+    late_tools: Option<&kimi_tools::LateTools>,
     subagents: &Arc<SubagentHost>,
     plan: &Arc<PlanMode>,
     cron: Option<&Arc<CronService>>,
@@ -538,5 +545,9 @@ fn main_registry(
     }
     let tools: Vec<Arc<dyn kimi_tools::Tool>> =
         all.names().iter().filter_map(|n| all.get(n)).collect();
-    registry_for(profile, &tools)
+    let mut registry = registry_for(profile, &tools);
+    if let Some(late) = late_tools {
+        crate::profile::attach_late_for(&mut registry, profile, late);
+    }
+    registry
 }

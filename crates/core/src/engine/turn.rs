@@ -478,6 +478,11 @@ async fn run_step(
     strict: &mut bool,
     repeat: &mut RepeatGuard,
 ) -> Result<StepEnd, Failure> {
+    if let Some(late) = rt.config.tools.late() {
+        // Tools that are moments away (a local MCP server finishing its handshake) make the
+        // first request; a server that hangs costs it this much and no more.
+        late.first_request_grace(LATE_TOOLS_GRACE).await;
+    }
     let mut attempt: u32 = 1;
     let (uuid, completion) = loop {
         set_phase(rt, TurnPhase::Thinking { step, attempt });
@@ -641,6 +646,31 @@ async fn auto_compact(
     }
 }
 
+/// How long the first request of a launch waits for tools still on their way (MCP servers).
+const LATE_TOOLS_GRACE: std::time::Duration = std::time::Duration::from_millis(30);
+
+/// A call to a tool whose source is still loading (an MCP server connecting, e.g. one the
+/// model knows from a resumed session) waits for it rather than failing as unknown; the wait
+/// ends when the source is ready or has failed (its start-up timeout bounds it) or on cancel.
+async fn wait_for_late_tools(
+    rt: &Runtime,
+    calls: &[kimi_protocol::ToolCall],
+    cancel: &CancellationToken,
+) {
+    let Some(late) = rt.config.tools.late() else {
+        return;
+    };
+    for call in calls {
+        if rt.config.tools.get(&call.name).is_some() {
+            continue;
+        }
+        tokio::select! {
+            () = late.wait_for(&call.name) => {}
+            () = cancel.cancelled() => return,
+        }
+    }
+}
+
 /// Read one response; deltas go to the front ends as they come.
 async fn stream_once(
     rt: &Runtime,
@@ -766,6 +796,7 @@ async fn finish_step(
         step_uuid: uuid.to_owned(),
         cancel: cancel.clone(),
     };
+    wait_for_late_tools(rt, &message.tool_calls, cancel).await;
     let user_cancel = rt.shared().user_cancelled;
     let env = BatchEnv {
         registry: &rt.config.tools,

@@ -76,6 +76,20 @@ pub fn render_profile_prompt(
     }
 }
 
+/// Offer the tools of `late` (MCP servers still connecting) that the profile allows, as they
+/// arrive.
+pub fn attach_late_for(
+    registry: &mut ToolRegistry,
+    profile: &Profile,
+    late: &kimi_tools::LateTools,
+) {
+    let profile = profile.clone();
+    registry.attach_late(
+        late.clone(),
+        Arc::new(move |name: &str| profile.allows_tool(name)),
+    );
+}
+
 /// The tools of `available` (in order) the profile allows.
 pub fn registry_for<'a>(
     profile: &Profile,
