@@ -298,12 +298,13 @@ impl McpManager {
     /// closed, then SIGTERM, then a kill, and have exited when this returns (ones still
     /// connecting are killed without waiting). Tools still held elsewhere then fail with a
     /// "not connected" error.
-    pub async fn shutdown(self) {
-        for task in &self.tasks {
+    pub async fn shutdown(mut self) {
+        let tasks = std::mem::take(&mut self.tasks);
+        for task in &tasks {
             task.abort();
         }
         // An aborted start drops its child process, which kills it (`kill_on_drop`).
-        futures::future::join_all(self.tasks).await;
+        futures::future::join_all(tasks).await;
         let services: Vec<Service> = self
             .shared
             .lock()
@@ -316,6 +317,16 @@ impl McpManager {
             let _ = service.cancel().await;
         });
         futures::future::join_all(closing).await;
+    }
+}
+
+impl Drop for McpManager {
+    /// A manager dropped without `shutdown` still stops its servers: starts still under way
+    /// are abandoned (their processes killed), connections close with their services.
+    fn drop(&mut self) {
+        for task in &self.tasks {
+            task.abort();
+        }
     }
 }
 
