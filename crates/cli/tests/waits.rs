@@ -1,6 +1,7 @@
 //! No silent waits: a model that cannot be reached fails fast with its retries on stderr; MCP
 //! servers connect in the background, so one that never answers holds nothing up and one that
 //! is slow joins the session when it is ready.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod common;
 

@@ -506,7 +506,7 @@ fn launch(
         }
         TransportConfig::Http(remote) => {
             let transport = http_transport(remote, env, &source.to_string())?;
-            let url = remote.url.to_string();
+            let url = remote.url.clone();
             Ok((Launched::Http { transport, url }, None))
         }
         TransportConfig::Sse(remote) => Err(format!(
