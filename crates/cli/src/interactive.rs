@@ -250,6 +250,21 @@ async fn host_loop(
 ) -> OpenedSession {
     let launch = &*launch;
     let _ = channels.host_updates.send(HostUpdate::Skills(skills)).await;
+    // The first update never waits: the footer counts the servers before any warning shows.
+    if let Some(progress) = &mut mcp
+        && let Some(update) = progress.next().await
+    {
+        let _ = channels
+            .host_updates
+            .send(HostUpdate::McpConnecting(update.connecting))
+            .await;
+        for warning in update.warnings {
+            let _ = channels
+                .host_updates
+                .send(HostUpdate::Warning(warning))
+                .await;
+        }
+    }
     for warning in warnings {
         let _ = channels
             .host_updates
