@@ -274,4 +274,35 @@ mod tests {
         let _hanging = late.expect("mcp__hang__");
         late.first_request_grace(HOUR).await;
     }
+
+    #[test]
+    fn a_registry_offers_the_late_tools_its_filter_admits_as_they_arrive() {
+        let late = LateTools::new();
+        let mut registry = default_registry();
+        let before = registry.schemas().len();
+        registry.attach_late(
+            late.clone(),
+            Arc::new(|name: &str| !name.starts_with("mcp__hidden__")),
+        );
+        assert_eq!(registry.schemas().len(), before);
+        let source = late.expect("mcp__");
+        source.supply(vec![
+            tool("mcp__srv__echo"),
+            tool("mcp__hidden__x"),
+            // A late tool never replaces a registered one.
+            tool("Read"),
+        ]);
+        let names = registry.names();
+        assert!(names.contains(&"mcp__srv__echo".to_owned()));
+        assert!(!names.contains(&"mcp__hidden__x".to_owned()));
+        assert_eq!(names.iter().filter(|n| *n == "Read").count(), 1);
+        assert_eq!(registry.schemas().len(), before + 1);
+        assert!(registry.get("mcp__srv__echo").is_some());
+        assert!(registry.get("mcp__hidden__x").is_none());
+        // Clones share the set: a tool added later reaches them too.
+        let copy = registry.clone();
+        late.expect("mcp__more__")
+            .supply(vec![tool("mcp__more__a")]);
+        assert!(copy.get("mcp__more__a").is_some());
+    }
 }
