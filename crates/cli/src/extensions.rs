@@ -1,6 +1,9 @@
 //! What a launch adds to its sessions beyond the built-in tools: the skill catalog (its
 //! listing in the system prompt, the `Skill` tool, `/skill:name` commands) and the MCP servers
 //! of `mcp.json` (their tools). Loaded once per front end; problems are warnings, never fatal.
+//! MCP servers connect in the background: loading never waits for them, their tools join the
+//! sessions when ready, and [`Extensions::report_mcp`] / [`Extensions::mcp_progress`] tell the
+//! front end what failed.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -8,7 +11,7 @@ use std::sync::Arc;
 use kimi_config::Config;
 use kimi_core::host::SessionExtras;
 use kimi_core::session::SessionExtensions;
-use kimi_mcp::McpManager;
+use kimi_mcp::{McpManager, McpProgress};
 use kimi_protocol::ContentPart;
 use kimi_protocol::host::{McpServerEntry, McpServerState, McpStatus};
 use kimi_protocol::ops::Op;
@@ -18,6 +21,8 @@ use kimi_skills::{DiscoverOptions, SkillCatalog, SkillTool};
 pub struct Extensions {
     pub skills: Arc<SkillCatalog>,
     pub mcp: Option<McpManager>,
+    /// Where the MCP servers' tools arrive as each one connects (shared by every session).
+    late_tools: kimi_tools::LateTools,
     /// Skill files and MCP servers that could not be loaded, for the front end to show.
     pub warnings: Vec<String>,
     /// Why no MCP server was started at all (an `mcp.json` that cannot be read or parsed).
@@ -81,10 +86,12 @@ impl Extensions {
             Ok(config)
         });
         let mut mcp_problem = None;
+        let late_tools = kimi_tools::LateTools::new();
         let mcp = match config {
             Ok(config) if config.servers.is_empty() => None,
             Ok(config) => {
-                let (manager, mcp_warnings) = McpManager::connect(&config, cwd).await;
+                // Returns at once: only failures known without waiting are in these warnings.
+                let (manager, mcp_warnings) = McpManager::start(&config, cwd, &late_tools);
                 warnings.extend(mcp_warnings);
                 Some(manager)
             }
@@ -97,6 +104,7 @@ impl Extensions {
         Extensions {
             skills: Arc::new(skills),
             mcp,
+            late_tools,
             warnings,
             mcp_problem,
             mcp_config_files: mcp_config_files(home),
@@ -120,6 +128,7 @@ impl Extensions {
         Extensions {
             skills: Arc::new(skills),
             mcp: None,
+            late_tools: kimi_tools::LateTools::new(),
             warnings,
             mcp_problem: None,
             mcp_config_files: mcp_config_files(home),
@@ -128,10 +137,6 @@ impl Extensions {
 
     /// What a session opened with these extensions gets.
     pub fn session(&self) -> SessionExtensions {
-        let mut tools: Vec<Arc<dyn kimi_tools::Tool>> = Vec::new();
-        if let Some(mcp) = &self.mcp {
-            tools.extend(mcp.tools());
-        }
         let skills = self.skills.clone();
         let skill_tool: kimi_core::session::SessionToolFactory = if skills.is_empty() {
             Arc::new(|_: &str| Vec::new())
@@ -144,10 +149,12 @@ impl Extensions {
             })
         };
         SessionExtensions {
-            tools,
+            tools: Vec::new(),
             session_tools: vec![skill_tool],
             skills_prompt: self.skills.prompt_listing(),
             skill_roots: self.skills.roots(),
+            // MCP tools, connected already or still on their way.
+            late_tools: self.mcp.is_some().then(|| self.late_tools.clone()),
         }
     }
 
@@ -182,6 +189,7 @@ impl Extensions {
                 name: s.name,
                 transport: s.transport.to_owned(),
                 state: match s.state {
+                    ServerState::Connecting => McpServerState::Connecting,
                     ServerState::Connected => McpServerState::Connected,
                     ServerState::Failed(reason) => McpServerState::Failed(reason),
                     ServerState::Disabled => McpServerState::Disabled,
@@ -206,6 +214,39 @@ impl Extensions {
             .collect()
     }
 
+    /// Changes of the MCP servers' status after loading (what is still connecting, failures
+    /// not in `warnings`); `None` without servers.
+    pub fn mcp_progress(&self) -> Option<McpProgress> {
+        self.mcp.as_ref().map(McpManager::progress)
+    }
+
+    /// Hand every MCP failure that happens after loading to `report`, once, as it happens
+    /// (print mode and the editor hosts write them to stderr). `None` without servers.
+    pub fn report_mcp(&self, report: impl Fn(String) + Send + 'static) -> Option<McpReporter> {
+        let mut progress = self.mcp_progress()?;
+        let (stop, mut stopped) = tokio::sync::oneshot::channel::<()>();
+        let task = tokio::spawn(async move {
+            // A dropped reporter (no `finish`) keeps the task going until everything settled.
+            let mut can_stop = true;
+            loop {
+                tokio::select! {
+                    update = progress.next() => match update {
+                        Some(update) => update.warnings.into_iter().for_each(&report),
+                        None => break,
+                    },
+                    signal = &mut stopped, if can_stop => match signal {
+                        Ok(()) => {
+                            progress.unreported().into_iter().for_each(&report);
+                            break;
+                        }
+                        Err(_) => can_stop = false,
+                    },
+                }
+            }
+        });
+        Some(McpReporter { stop, task })
+    }
+
     pub async fn shutdown(self) {
         if let Some(mcp) = self.mcp {
             mcp.shutdown().await;
@@ -226,6 +267,22 @@ impl SessionExtras for Extensions {
 
     fn mcp_status(&self) -> McpStatus {
         Extensions::mcp_status(self)
+    }
+}
+
+/// The task behind [`Extensions::report_mcp`]; dropping it leaves the task running until the
+/// servers have settled.
+pub struct McpReporter {
+    stop: tokio::sync::oneshot::Sender<()>,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl McpReporter {
+    /// Report what has happened so far and stop (servers still connecting are not waited for).
+    pub async fn finish(self) {
+        // A send error means the task already ended (everything settled and was reported).
+        let _ = self.stop.send(());
+        let _ = self.task.await;
     }
 }
 

@@ -53,7 +53,8 @@ pub fn server_host(args: &RunArgs, label: &'static str) -> anyhow::Result<Sessio
 
 #[async_trait::async_trait]
 impl SessionFactory for ServerSessions {
-    /// Must run on a multi-threaded runtime: it blocks while the MCP servers connect.
+    /// Must run on a multi-threaded runtime (loading runs on it); MCP servers connect in the
+    /// background and never hold the session up.
     fn setup(
         &self,
         cwd: &Path,
@@ -74,6 +75,9 @@ impl SessionFactory for ServerSessions {
         for warning in &extensions.warnings {
             eprintln!("{}: {warning}", self.label);
         }
+        // Servers connect in the background; later failures go to stderr as they happen.
+        let label = self.label;
+        drop(extensions.report_mcp(move |warning| eprintln!("{label}: {warning}")));
         // A resumed session keeps the agent it was started with.
         let agent = match resume {
             Resume::New => agent_choice(&self.args),

@@ -236,16 +236,33 @@ async fn serve(
 }
 
 /// Pump events, operations and requests until the UI goes away. First the UI gets the skill
-/// list and the `warnings` of the startup (shown in its transcript).
+/// list and the `warnings` of the startup (shown in its transcript); MCP servers that are
+/// still connecting are counted in its footer and their failures shown as they happen.
 async fn host_loop(
     launch: Arc<Launch>,
     mut opened: OpenedSession,
     mut channels: HostChannels,
     skills: Vec<kimi_tui::SkillEntry>,
     warnings: Vec<String>,
+    mut mcp: Option<kimi_mcp::McpProgress>,
 ) -> OpenedSession {
     let launch = &*launch;
     let _ = channels.host_updates.send(HostUpdate::Skills(skills)).await;
+    // The first update never waits: the footer counts the servers before any warning shows.
+    if let Some(progress) = &mut mcp
+        && let Some(update) = progress.next().await
+    {
+        let _ = channels
+            .host_updates
+            .send(HostUpdate::McpConnecting(update.connecting))
+            .await;
+        for warning in update.warnings {
+            let _ = channels
+                .host_updates
+                .send(HostUpdate::Warning(warning))
+                .await;
+        }
+    }
     for warning in warnings {
         let _ = channels
             .host_updates
@@ -254,6 +271,16 @@ async fn host_loop(
     }
     loop {
         tokio::select! {
+            update = next_mcp_update(&mut mcp) => {
+                let Some(update) = update else {
+                    mcp = None;
+                    continue;
+                };
+                let _ = channels.host_updates.send(HostUpdate::McpConnecting(update.connecting)).await;
+                for warning in update.warnings {
+                    let _ = channels.host_updates.send(HostUpdate::Warning(warning)).await;
+                }
+            }
             event = opened.agent.events.recv() => {
                 let Some(event) = event else { break };
                 if channels.events.send(event).await.is_err() {
@@ -290,6 +317,16 @@ async fn host_loop(
         }
     }
     opened
+}
+
+/// The next MCP status change; pending forever once there are none left.
+async fn next_mcp_update(
+    progress: &mut Option<kimi_mcp::McpProgress>,
+) -> Option<kimi_mcp::McpUpdate> {
+    match progress {
+        Some(progress) => progress.next().await,
+        None => std::future::pending().await,
+    }
 }
 
 pub fn run(args: &RunArgs) -> anyhow::Result<u8> {
@@ -372,6 +409,8 @@ pub fn run(args: &RunArgs) -> anyhow::Result<u8> {
             .chain(opened.warnings.iter().cloned())
             .collect();
         let skills = extensions.skill_commands();
+        // MCP servers are still connecting: the footer says so, failures become notices.
+        let mcp = extensions.mcp_progress();
         drop(extensions);
         let options = RunOptions {
             app: AppOptions::from_config(
@@ -393,6 +432,7 @@ pub fn run(args: &RunArgs) -> anyhow::Result<u8> {
             channels,
             skills,
             warnings,
+            mcp,
         ));
         let ui_result = kimi_tui::run(options, ui).await;
         let opened = pump

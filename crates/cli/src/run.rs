@@ -215,6 +215,8 @@ pub fn print_mode(args: &RunArgs, prompt: &str) -> anyhow::Result<u8> {
         for warning in &extensions.warnings {
             eprintln!("kimi-rs: {warning}");
         }
+        // MCP servers connect meanwhile; a failure is one stderr line when it happens.
+        let mcp_reporter = extensions.report_mcp(|warning| eprintln!("kimi-rs: {warning}"));
         let mut opened = open_session(SessionSetup {
             agent: agent_choice(args),
             extensions: extensions.session(),
@@ -265,6 +267,9 @@ pub fn print_mode(args: &RunArgs, prompt: &str) -> anyhow::Result<u8> {
         };
         opened.agent.handle.send(Op::Shutdown);
         let _ = opened.agent.join.await;
+        if let Some(reporter) = mcp_reporter {
+            reporter.finish().await;
+        }
         extensions.shutdown().await;
         Ok(match reason {
             TurnEndReason::Completed => 0,

@@ -110,6 +110,9 @@ pub struct SessionExtensions {
     pub skills_prompt: String,
     /// Skill roots: readable like the workspace (never writable).
     pub skill_roots: Vec<PathBuf>,
+    /// Tools that join after the session opened (MCP servers connecting in the background):
+    /// each agent's registry offers those its profile allows from the next request on.
+    pub late_tools: Option<kimi_tools::LateTools>,
 }
 
 impl std::fmt::Debug for SessionExtensions {
@@ -120,6 +123,7 @@ impl std::fmt::Debug for SessionExtensions {
                 &self.tools.iter().map(|t| t.name()).collect::<Vec<_>>(),
             )
             .field("skill_roots", &self.skill_roots)
+            .field("late_tools", &self.late_tools)
             .finish_non_exhaustive()
     }
 }
@@ -407,6 +411,7 @@ pub fn open_session(setup: SessionSetup) -> Result<OpenedSession, SessionError> 
         hooks: hooks.clone(),
         base_ctx: ctx.clone(),
         extension_tools: extension_tools.clone(),
+        late_tools: setup.extensions.late_tools.clone(),
         catalog,
         caller: profile.clone(),
         fsync: setup.fsync,
@@ -424,6 +429,7 @@ pub fn open_session(setup: SessionSetup) -> Result<OpenedSession, SessionError> 
         tools: Arc::new(main_registry(
             &profile,
             &extension_tools,
+            setup.extensions.late_tools.as_ref(),
             &subagents,
             &plan,
             cron.as_ref(),
@@ -530,6 +536,7 @@ fn restored_profile(
 fn main_registry(
     profile: &Profile,
     extension_tools: &[Arc<dyn kimi_tools::Tool>],
+    late_tools: Option<&kimi_tools::LateTools>,
     subagents: &Arc<SubagentHost>,
     plan: &Arc<PlanMode>,
     cron: Option<&Arc<CronService>>,
@@ -548,14 +555,19 @@ fn main_registry(
         all.register(Arc::new(CronListTool::new(cron.clone())));
         all.register(Arc::new(CronDeleteTool::new(cron.clone())));
     }
-    // `[tools] enabled/disabled` decide which tools exist at all, before the profile's list.
+    // `[tools] enabled/disabled` decide which tools exist at all, before the profile's list;
+    // MCP tools that join later pass the same filter.
     let tools: Vec<Arc<dyn kimi_tools::Tool>> = all
         .names()
         .iter()
         .filter(|n| allowed.allows(n))
         .filter_map(|n| all.get(n))
         .collect();
-    registry_for(profile, &tools)
+    let mut registry = registry_for(profile, &tools);
+    if let Some(late) = late_tools {
+        crate::profile::attach_late_for(&mut registry, profile, late, allowed);
+    }
+    registry
 }
 
 /// `~/x` from the user's home, a relative path from `cwd`.

@@ -99,6 +99,15 @@ pub enum LlmError {
     StreamInterrupted { provider: String, detail: String },
     #[error("{provider} sent a malformed stream event: {detail}")]
     MalformedStream { provider: String, detail: String },
+    /// The answer stopped arriving: nothing before the first-token timeout, or a gap longer
+    /// than the stream-idle timeout (retryable; the partial answer is discarded).
+    #[error("{}", stall_message(provider, *waited, *first_token))]
+    StreamStalled {
+        provider: String,
+        waited: Duration,
+        /// Nothing had arrived yet (the first-token timeout fired, not the idle one).
+        first_token: bool,
+    },
     /// The answer finished with neither content nor tool calls (retryable, §f.7).
     #[error(
         "{provider} returned an empty answer (finish reason: {finish}); the request can be retried"
@@ -121,6 +130,7 @@ impl LlmError {
             | LlmError::StreamInterrupted { .. }
             | LlmError::MalformedStream { .. }
             | LlmError::StreamError { .. }
+            | LlmError::StreamStalled { .. }
             | LlmError::EmptyResponse { .. } => ErrorKind::Transient,
             LlmError::Auth { .. } => ErrorKind::Auth,
             LlmError::QuotaExhausted { .. } => ErrorKind::QuotaExhausted,
@@ -144,6 +154,17 @@ impl LlmError {
         self.kind() == ErrorKind::Transient
     }
 
+    /// The server could not be reached at all (connection refused, DNS lookup failed, no
+    /// route): retrying helps only if it comes back within seconds, so these get the smaller
+    /// [`RetryPolicy::unreachable_max_attempts`](crate::RetryPolicy) budget.
+    pub fn is_unreachable(&self) -> bool {
+        let LlmError::Connection { detail, .. } = self else {
+            return false;
+        };
+        let detail = detail.to_lowercase();
+        contains_any(&detail, UNREACHABLE_PATTERNS)
+    }
+
     /// The server's requested wait (`Retry-After` / `retry-after-ms`), when it gave one.
     pub fn retry_after(&self) -> Option<Duration> {
         match self {
@@ -159,6 +180,7 @@ impl LlmError {
             | LlmError::StreamError { .. }
             | LlmError::StreamInterrupted { .. }
             | LlmError::MalformedStream { .. }
+            | LlmError::StreamStalled { .. }
             | LlmError::EmptyResponse { .. }
             | LlmError::Cancelled
             | LlmError::InvalidRequest { .. } => None,
@@ -179,6 +201,7 @@ impl LlmError {
             | LlmError::StreamError { .. }
             | LlmError::StreamInterrupted { .. }
             | LlmError::MalformedStream { .. }
+            | LlmError::StreamStalled { .. }
             | LlmError::EmptyResponse { .. }
             | LlmError::Cancelled
             | LlmError::InvalidRequest { .. } => None,
@@ -200,10 +223,48 @@ impl LlmError {
             LlmError::StreamError { .. } => "stream_error",
             LlmError::StreamInterrupted { .. } => "stream_interrupted",
             LlmError::MalformedStream { .. } => "malformed_stream",
+            LlmError::StreamStalled { .. } => "stream_stalled",
             LlmError::EmptyResponse { .. } => "empty_response",
             LlmError::Cancelled => "cancelled",
             LlmError::InvalidRequest { .. } => "invalid_request",
         }
+    }
+}
+
+/// How reqwest/hyper/the OS word a connection that was never established.
+const UNREACHABLE_PATTERNS: &[&str] = &[
+    "connection refused",
+    "tcp connect error",
+    "dns error",
+    "failed to lookup address",
+    "name or service not known",
+    "nodename nor servname",
+    "no route to host",
+    "network is unreachable",
+];
+
+/// `3 s`, `1.5 s`, `250 ms`: how long a stalled stream was waited for.
+pub(crate) fn format_wait(waited: Duration) -> String {
+    let ms = waited.as_millis();
+    if ms < 1000 {
+        format!("{ms} ms")
+    } else if ms.is_multiple_of(1000) {
+        format!("{} s", ms / 1000)
+    } else {
+        format!("{:.1} s", waited.as_secs_f64())
+    }
+}
+
+fn stall_message(provider: &str, waited: Duration, first_token: bool) -> String {
+    let wait = format_wait(waited);
+    if first_token {
+        format!(
+            "the {provider} stream stalled: no first token after {wait}. The request will be retried; if the model needs longer, raise [loop_control] first_token_timeout_s in config.toml"
+        )
+    } else {
+        format!(
+            "the {provider} stream stalled: no data for {wait}. The partial answer was discarded and the request will be retried; if the model pauses longer, raise [loop_control] stream_idle_timeout_s in config.toml"
+        )
     }
 }
 

@@ -4,7 +4,8 @@
 //!
 //! The flow is: [`config::resolve_model`] → [`build_provider`] → [`Provider::stream`] with a
 //! [`ChatRequest`] → a stream of [`StreamDelta`]s → [`Accumulator`] (or [`complete`]) → a
-//! finished assistant message. [`with_retry`] wraps one attempt with the §h.10 backoff.
+//! finished assistant message. [`with_retry`] wraps one attempt with the §h.10 backoff;
+//! [`stream_watched`] bounds the wait for the first token and between tokens.
 
 mod accumulate;
 mod anthropic;
@@ -20,6 +21,7 @@ mod request;
 mod retry;
 pub mod scripted;
 pub mod sse;
+mod stall;
 mod wire_util;
 
 pub use accumulate::{Accumulator, Completion, complete};
@@ -30,6 +32,7 @@ pub use http::decode_sse;
 pub use provider::{DeltaStream, Provider, build_provider};
 pub use request::{ChatRequest, ModelParams, ThinkingEffort};
 pub use retry::{RetryEvent, RetryPolicy, with_retry};
+pub use stall::{StallLimits, stream_watched};
 
 /// Body builders, exposed for the request-overhead benchmark and for tests that assert the
 /// exact JSON a provider would send. Not part of the engine's API.

@@ -1,5 +1,8 @@
 //! Retrying a failed model request (core.md §f.7, §h.10): up to 10 attempts, delay = the
 //! server's Retry-After if positive, else min(500 ms × 2^i, 32 s) plus up to 25% jitter.
+//! A server that cannot be reached at all (connection refused, DNS failure) gets 4 attempts
+//! (about 5 s of waiting) instead: ten attempts would keep a user staring at nothing for 2.5
+//! minutes before hearing the URL is wrong.
 
 use std::future::Future;
 use std::time::Duration;
@@ -17,11 +20,15 @@ pub struct RetryPolicy {
     pub max_delay: Duration,
     /// Upper bound of the random extra, as a fraction of the delay.
     pub jitter_ratio: f64,
+    /// Attempts for errors where the server could not be reached at all
+    /// ([`LlmError::is_unreachable`]); `max_attempts` still caps it.
+    pub unreachable_max_attempts: u32,
     /// Longest wait for an attempt's first streamed chunk before the attempt fails (retryably):
-    /// `[loop_control] first_token_timeout_s`. Kimi's first tokens can take minutes.
+    /// `[loop_control] first_token_timeout_s`. Kimi's first tokens can take minutes. Zero means
+    /// no limit.
     pub first_token_timeout: Duration,
     /// Longest gap between two chunks once the stream has started:
-    /// `[loop_control] stream_idle_timeout_s`.
+    /// `[loop_control] stream_idle_timeout_s`. Zero means no limit.
     pub stream_idle_timeout: Duration,
 }
 
@@ -32,6 +39,7 @@ impl Default for RetryPolicy {
             base_delay: Duration::from_millis(500),
             max_delay: Duration::from_secs(32),
             jitter_ratio: 0.25,
+            unreachable_max_attempts: 4,
             first_token_timeout: Duration::from_secs(300),
             stream_idle_timeout: Duration::from_secs(120),
         }
@@ -39,6 +47,16 @@ impl Default for RetryPolicy {
 }
 
 impl RetryPolicy {
+    /// How many attempts `error` may use in total (at least 1).
+    pub fn max_attempts_for(&self, error: &LlmError) -> u32 {
+        let max = self.max_attempts.max(1);
+        if error.is_unreachable() {
+            max.min(self.unreachable_max_attempts.max(1))
+        } else {
+            max
+        }
+    }
+
     /// The delay before retry number `failed_attempts` (1-based) without jitter.
     pub fn backoff(&self, failed_attempts: u32) -> Duration {
         let exp = failed_attempts.saturating_sub(1).min(30);
@@ -85,7 +103,6 @@ where
     F: FnMut(u32) -> Fut,
     Fut: Future<Output = Result<T, LlmError>>,
 {
-    let max_attempts = policy.max_attempts.max(1);
     let mut number = 1;
     loop {
         let result = tokio::select! {
@@ -96,6 +113,7 @@ where
             Ok(value) => return Ok(value),
             Err(error) => error,
         };
+        let max_attempts = policy.max_attempts_for(&error);
         if !error.is_retryable() || number >= max_attempts || cancel.is_cancelled() {
             return Err(error);
         }

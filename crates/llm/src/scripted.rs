@@ -97,6 +97,12 @@ impl ScriptEvent {
         ScriptEvent::Thinking { text: text.into() }
     }
 
+    /// The server goes quiet for an hour, connection open (a stalled stream: placed after a
+    /// first chunk, only the client's stream-idle timeout ends the wait).
+    pub fn stall() -> Self {
+        ScriptEvent::Delay { ms: 3_600_000 }
+    }
+
     pub fn finish(reason: FinishReason) -> Self {
         ScriptEvent::Finish { reason }
     }

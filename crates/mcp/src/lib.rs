@@ -2,10 +2,13 @@
 //!
 //! - [`load_config`] reads and merges `<kimi home>/mcp.json`, `<git root>/.mcp.json` and
 //!   `<cwd>/.kimi-code/mcp.json` (later wins per server name).
-//! - [`McpManager::connect`] starts every enabled server concurrently (stdio child processes or
-//!   streamable HTTP) and turns each failure into a warning; [`McpManager::tools`] returns the
-//!   tools as `Arc<dyn kimi_tools::Tool>` named `mcp__<server>__<tool>` ([`qualify_tool_name`]);
-//!   [`McpManager::status`] feeds the `/mcp` panel; [`McpManager::shutdown`] stops the servers.
+//! - [`McpManager::start`] starts every enabled server in the background (stdio child processes
+//!   or streamable HTTP) and returns at once; each server's tools, named
+//!   `mcp__<server>__<tool>` ([`qualify_tool_name`]), join a `kimi_tools::LateTools` set when
+//!   its handshake is done, so sessions never wait for a slow server. [`McpManager::connect`]
+//!   does the same and waits for every server. Each failure is a warning;
+//!   [`McpManager::status`] (connecting / connected / failed / disabled) feeds the `/mcp` panel
+//!   and [`McpManager::progress`] reports changes; [`McpManager::shutdown`] stops the servers.
 //!
 //! Not covered yet: OAuth (`auth: "oauth"`), the legacy SSE transport (reported as
 //! unsupported), reconnect-and-retry after a transport failure, image compression, the
@@ -21,8 +24,8 @@ pub use config::{
     McpConfig, McpConfigError, RemoteConfig, ServerConfig, TransportConfig, load_config,
 };
 pub use manager::{
-    CLIENT_NAME, DEFAULT_STARTUP_TIMEOUT, DEFAULT_TOOL_TIMEOUT, McpManager, ServerState,
-    ServerStatus,
+    CLIENT_NAME, DEFAULT_STARTUP_TIMEOUT, DEFAULT_TOOL_TIMEOUT, McpManager, McpProgress, McpState,
+    McpUpdate, ServerState, ServerStatus,
 };
 pub use naming::{qualify_tool_name, sanitize_name_part};
 pub use tool::McpTool;

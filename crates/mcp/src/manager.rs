@@ -1,12 +1,16 @@
 //! Starting the configured MCP servers, keeping their connections and tools, reporting their
-//! status and shutting them down. A server that cannot start is a warning, never fatal.
+//! status and shutting them down. Servers connect in the background: [`McpManager::start`]
+//! returns at once, each server's tools join a [`LateTools`] set when its handshake is done,
+//! and [`McpManager::progress`] tells front ends what is still connecting and what failed. A
+//! server that cannot start is a warning, never fatal.
 
 use std::collections::{HashMap, HashSet};
 use std::path::Path;
 use std::process::Stdio;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use kimi_tools::{LateTools, PendingSource};
 use rmcp::model::{ClientCapabilities, ClientConfig, Implementation, ProtocolVersion};
 use rmcp::service::RunningService;
 use rmcp::transport::{
@@ -15,9 +19,10 @@ use rmcp::transport::{
 };
 use rmcp::{RoleClient, ServiceExt};
 use tokio::io::AsyncBufReadExt;
+use tokio::sync::watch;
 
 use crate::config::{McpConfig, RemoteConfig, ServerConfig, TransportConfig};
-use crate::naming::qualify_tool_name;
+use crate::naming::{qualify_tool_name, sanitize_name_part};
 use crate::tool::{Connection, McpTool, StderrTail};
 
 /// Used when a server sets no `startupTimeoutMs`.
@@ -36,6 +41,8 @@ type Service = RunningService<RoleClient, ClientConfig>;
 /// Where a server stands.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum ServerState {
+    /// Started; its handshake (or tool listing) is not done yet.
+    Connecting,
     Connected,
     /// It did not start (or is not supported); the text says why and what to do.
     Failed(String),
@@ -56,15 +63,63 @@ pub struct ServerStatus {
     pub pid: Option<u32>,
 }
 
+/// What observers see: every server's status and every warning so far (append-only).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct McpState {
+    pub servers: Vec<ServerStatus>,
+    pub warnings: Vec<String>,
+}
+
+impl McpState {
+    /// Servers still connecting.
+    pub fn connecting(&self) -> usize {
+        self.servers
+            .iter()
+            .filter(|s| s.state == ServerState::Connecting)
+            .count()
+    }
+}
+
 struct ServerSlot {
     status: ServerStatus,
     tools: Vec<Arc<McpTool>>,
     service: Option<Service>,
 }
 
+struct Slots {
+    servers: Vec<ServerSlot>,
+    /// Qualified tool names in use (sanitizing can map two names to one; first come wins).
+    taken: HashSet<String>,
+    warnings: Vec<String>,
+}
+
+struct Shared {
+    slots: Mutex<Slots>,
+    state: watch::Sender<McpState>,
+}
+
+impl Shared {
+    fn lock(&self) -> std::sync::MutexGuard<'_, Slots> {
+        self.slots
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    fn publish(&self, slots: &Slots) {
+        let state = McpState {
+            servers: slots.servers.iter().map(|s| s.status.clone()).collect(),
+            warnings: slots.warnings.clone(),
+        };
+        self.state.send_replace(state);
+    }
+}
+
 /// The session's MCP servers and their tools.
 pub struct McpManager {
-    servers: Vec<ServerSlot>,
+    shared: Arc<Shared>,
+    tasks: Vec<tokio::task::JoinHandle<()>>,
+    /// Warnings known when `start` returned (it hands them to the caller itself).
+    initial_warnings: usize,
 }
 
 impl std::fmt::Debug for McpManager {
@@ -78,104 +133,156 @@ impl std::fmt::Debug for McpManager {
 struct Started {
     service: Service,
     tools: Vec<rmcp::model::Tool>,
-    pid: Option<u32>,
+}
+
+/// A server whose process is spawned (or whose HTTP client is built), before the handshake.
+enum Launched {
+    Stdio {
+        transport: TokioChildProcess,
+        command: String,
+        drained: Option<tokio::task::JoinHandle<()>>,
+    },
+    Http {
+        transport: StreamableHttpClientTransport<reqwest::Client>,
+        url: String,
+    },
 }
 
 impl McpManager {
-    /// Start every enabled server concurrently, each bounded by its startup timeout. Bearer
-    /// tokens are read from the process environment. Returns the manager and one warning per
-    /// server that could not start.
+    /// Start every enabled server and return at once: each connects in the background and
+    /// its tools join `late` when it is ready. Must be called inside a tokio runtime. Bearer
+    /// tokens are read from the process environment. Returns the manager and the warnings
+    /// known right away (a command that does not exist, a missing bearer variable); later
+    /// failures come through [`McpManager::progress`].
+    pub fn start(config: &McpConfig, cwd: &Path, late: &LateTools) -> (McpManager, Vec<String>) {
+        let env: HashMap<String, String> = std::env::vars().collect();
+        Self::start_with_env(config, cwd, &env, late)
+    }
+
+    /// [`McpManager::start`] with an explicit environment for `bearerTokenEnvVar` lookups
+    /// (stdio servers still inherit the process environment plus their `env`).
+    pub fn start_with_env(
+        config: &McpConfig,
+        cwd: &Path,
+        env: &HashMap<String, String>,
+        late: &LateTools,
+    ) -> (McpManager, Vec<String>) {
+        let mut slots = Slots {
+            servers: Vec::with_capacity(config.servers.len()),
+            taken: HashSet::new(),
+            warnings: Vec::new(),
+        };
+        let mut launches = Vec::new();
+        for (name, server) in &config.servers {
+            let mut status = ServerStatus {
+                name: name.clone(),
+                transport: server.transport.kind(),
+                state: ServerState::Disabled,
+                tool_count: 0,
+                pid: None,
+            };
+            if server.enabled {
+                let stderr = StderrTail::default();
+                match launch(server, cwd, env, &stderr) {
+                    Ok((launched, pid)) => {
+                        status.state = ServerState::Connecting;
+                        status.pid = pid;
+                        // Announced now, so the first request knows what is on its way.
+                        let pending = late.expect(server_prefix(name));
+                        launches.push((slots.servers.len(), launched, stderr, pending));
+                    }
+                    Err(reason) => {
+                        slots
+                            .warnings
+                            .push(format!("MCP server `{name}` failed to start: {reason}"));
+                        status.state = ServerState::Failed(reason);
+                    }
+                }
+            }
+            slots.servers.push(ServerSlot {
+                status,
+                tools: Vec::new(),
+                service: None,
+            });
+        }
+        let initial = slots.warnings.clone();
+        let (state, _) = watch::channel(McpState::default());
+        let shared = Arc::new(Shared {
+            slots: Mutex::new(slots),
+            state,
+        });
+        shared.publish(&shared.lock());
+        let servers: Vec<(&String, &ServerConfig)> = config.servers.iter().collect();
+        let tasks = launches
+            .into_iter()
+            .map(|(index, launched, stderr, pending)| {
+                let (name, server) = servers[index];
+                tokio::spawn(connect_one(
+                    Arc::clone(&shared),
+                    index,
+                    name.clone(),
+                    server.clone(),
+                    launched,
+                    stderr,
+                    pending,
+                ))
+            })
+            .collect();
+        let manager = McpManager {
+            shared,
+            tasks,
+            initial_warnings: initial.len(),
+        };
+        (manager, initial)
+    }
+
+    /// Start every enabled server and wait until each is connected or has failed. Returns the
+    /// manager and one warning per server that could not start (or tool it had to skip).
     pub async fn connect(config: &McpConfig, cwd: &Path) -> (McpManager, Vec<String>) {
         let env: HashMap<String, String> = std::env::vars().collect();
         Self::connect_with_env(config, cwd, &env).await
     }
 
-    /// [`McpManager::connect`] with an explicit environment for `bearerTokenEnvVar` lookups
-    /// (stdio servers still inherit the process environment plus their `env`).
+    /// [`McpManager::connect`] with an explicit environment for `bearerTokenEnvVar` lookups.
     pub async fn connect_with_env(
         config: &McpConfig,
         cwd: &Path,
         env: &HashMap<String, String>,
     ) -> (McpManager, Vec<String>) {
-        let starts = config.servers.iter().map(|(name, server)| async move {
-            let kind = server.transport.kind();
-            if !server.enabled {
-                return (name, server, kind, Err(None));
-            }
-            let stderr = StderrTail::default();
-            let limit = server.startup_timeout.unwrap_or(DEFAULT_STARTUP_TIMEOUT);
-            let result =
-                match tokio::time::timeout(limit, start(server, cwd, env, &stderr)).await {
-                    Ok(Ok(started)) => Ok((started, stderr)),
-                    Ok(Err(reason)) => Err(Some(reason)),
-                    Err(_) => Err(Some(format!(
-                        "it did not finish starting within {} ms{}. Raise `startupTimeoutMs` in {} if it needs longer",
-                        limit.as_millis(),
-                        stderr.suffix(),
-                        server.source.display()
-                    ))),
-                };
-            (name, server, kind, result)
-        });
-        let results = futures::future::join_all(starts).await;
+        let (manager, _) = Self::start_with_env(config, cwd, env, &LateTools::new());
+        manager.wait_settled().await;
+        // Servers finish in any order; warnings come back in name order, as they start.
+        let mut warnings = manager.shared.lock().warnings.clone();
+        warnings.sort();
+        (manager, warnings)
+    }
 
-        let mut warnings = Vec::new();
-        let mut taken: HashSet<String> = HashSet::new();
-        let mut servers = Vec::with_capacity(results.len());
-        for (name, server, kind, result) in results {
-            let mut status = ServerStatus {
-                name: name.clone(),
-                transport: kind,
-                state: ServerState::Disabled,
-                tool_count: 0,
-                pid: None,
-            };
-            match result {
-                Err(None) => servers.push(ServerSlot {
-                    status,
-                    tools: Vec::new(),
-                    service: None,
-                }),
-                Err(Some(reason)) => {
-                    warnings.push(format!("MCP server `{name}` failed to start: {reason}"));
-                    status.state = ServerState::Failed(reason);
-                    servers.push(ServerSlot {
-                        status,
-                        tools: Vec::new(),
-                        service: None,
-                    });
-                }
-                Ok((started, stderr)) => {
-                    let conn = Arc::new(Connection {
-                        server: name.clone(),
-                        peer: started.service.peer().clone(),
-                        stderr,
-                    });
-                    let tools = adapt_tools(
-                        name,
-                        server,
-                        &conn,
-                        started.tools,
-                        &mut taken,
-                        &mut warnings,
-                    );
-                    status.state = ServerState::Connected;
-                    status.tool_count = tools.len();
-                    status.pid = started.pid;
-                    servers.push(ServerSlot {
-                        status,
-                        tools,
-                        service: Some(started.service),
-                    });
-                }
+    /// Wait until no server is connecting any more.
+    pub async fn wait_settled(&self) {
+        let mut state = self.shared.state.subscribe();
+        // The sender lives in `self`, so `changed` cannot fail while we wait.
+        while state.borrow_and_update().connecting() > 0 {
+            if state.changed().await.is_err() {
+                return;
             }
         }
-        (McpManager { servers }, warnings)
+    }
+
+    /// Status changes from now on: servers still connecting, and warnings that arrived after
+    /// `start` returned (failures, skipped tools), each reported once.
+    pub fn progress(&self) -> McpProgress {
+        McpProgress {
+            state: self.shared.state.subscribe(),
+            reported: self.initial_warnings,
+            last_connecting: None,
+        }
     }
 
     /// The tools of every connected server, after `enabledTools` / `disabledTools`.
     pub fn tools(&self) -> Vec<Arc<dyn kimi_tools::Tool>> {
-        self.servers
+        self.shared
+            .lock()
+            .servers
             .iter()
             .flat_map(|slot| slot.tools.iter())
             .map(|tool| Arc::clone(tool) as Arc<dyn kimi_tools::Tool>)
@@ -184,26 +291,163 @@ impl McpManager {
 
     /// Every configured server, in name order.
     pub fn status(&self) -> Vec<ServerStatus> {
-        self.servers
-            .iter()
-            .map(|slot| slot.status.clone())
-            .collect()
+        self.shared.state.borrow().servers.clone()
     }
 
-    /// Close every connection; stdio servers get their stdin closed, then SIGTERM, then a kill,
-    /// and have exited when this returns. Tools still held elsewhere then fail with a
+    /// Stop connecting, close every connection; connected stdio servers get their stdin
+    /// closed, then SIGTERM, then a kill, and have exited when this returns (ones still
+    /// connecting are killed without waiting). Tools still held elsewhere then fail with a
     /// "not connected" error.
-    pub async fn shutdown(self) {
-        let closing = self
+    pub async fn shutdown(mut self) {
+        let tasks = std::mem::take(&mut self.tasks);
+        for task in &tasks {
+            task.abort();
+        }
+        // An aborted start drops its child process, which kills it (`kill_on_drop`).
+        futures::future::join_all(tasks).await;
+        let services: Vec<Service> = self
+            .shared
+            .lock()
             .servers
-            .into_iter()
-            .filter_map(|slot| slot.service)
-            .map(|service| async move {
-                // A join error only means the service task was already gone.
-                let _ = service.cancel().await;
-            });
+            .iter_mut()
+            .filter_map(|slot| slot.service.take())
+            .collect();
+        let closing = services.into_iter().map(|service| async move {
+            // A join error only means the service task was already gone.
+            let _ = service.cancel().await;
+        });
         futures::future::join_all(closing).await;
     }
+}
+
+impl Drop for McpManager {
+    /// A manager dropped without `shutdown` still stops its servers: starts still under way
+    /// are abandoned (their processes killed), connections close with their services.
+    fn drop(&mut self) {
+        for task in &self.tasks {
+            task.abort();
+        }
+    }
+}
+
+/// An observer of one manager's status (see [`McpManager::progress`]).
+pub struct McpProgress {
+    state: watch::Receiver<McpState>,
+    reported: usize,
+    last_connecting: Option<usize>,
+}
+
+/// What changed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct McpUpdate {
+    /// Servers still connecting.
+    pub connecting: usize,
+    /// Warnings not reported before.
+    pub warnings: Vec<String>,
+}
+
+impl McpProgress {
+    fn take(&mut self) -> (usize, Vec<String>) {
+        let state = self.state.borrow_and_update();
+        let fresh = state
+            .warnings
+            .get(self.reported..)
+            .unwrap_or_default()
+            .to_vec();
+        self.reported = state.warnings.len();
+        (state.connecting(), fresh)
+    }
+
+    /// The next change (the first call reports the current count). `None` once every server
+    /// has settled and everything was reported, or the manager is gone.
+    pub async fn next(&mut self) -> Option<McpUpdate> {
+        loop {
+            let (connecting, warnings) = self.take();
+            if self.last_connecting != Some(connecting) || !warnings.is_empty() {
+                self.last_connecting = Some(connecting);
+                return Some(McpUpdate {
+                    connecting,
+                    warnings,
+                });
+            }
+            if connecting == 0 {
+                return None;
+            }
+            self.state.changed().await.ok()?;
+        }
+    }
+
+    /// Warnings that arrived and were not reported yet, without waiting.
+    pub fn unreported(&mut self) -> Vec<String> {
+        self.take().1
+    }
+}
+
+/// The name prefix of a server's qualified tools (what a call to one of them starts with).
+fn server_prefix(name: &str) -> String {
+    let prefix = format!("mcp__{}__", sanitize_name_part(name));
+    // Long names are cut and hashed by `qualify_tool_name`; keep only what survives the cut.
+    prefix.chars().take(48).collect()
+}
+
+/// The handshake of one server, bounded by its startup timeout; its slot and `late` learn the
+/// outcome.
+async fn connect_one(
+    shared: Arc<Shared>,
+    index: usize,
+    name: String,
+    server: ServerConfig,
+    launched: Launched,
+    stderr: StderrTail,
+    pending: PendingSource,
+) {
+    let limit = server.startup_timeout.unwrap_or(DEFAULT_STARTUP_TIMEOUT);
+    let result = match tokio::time::timeout(limit, handshake(launched, &server, &stderr)).await {
+        Ok(result) => result,
+        Err(_) => Err(format!(
+            "it did not finish starting within {} ms{}. Raise `startupTimeoutMs` in {} if it needs longer",
+            limit.as_millis(),
+            stderr.suffix(),
+            server.source.display()
+        )),
+    };
+    let mut slots = shared.lock();
+    match result {
+        Ok(started) => {
+            let conn = Arc::new(Connection {
+                server: name.clone(),
+                peer: started.service.peer().clone(),
+                stderr,
+            });
+            let Slots {
+                taken, warnings, ..
+            } = &mut *slots;
+            let tools = adapt_tools(&name, &server, &conn, started.tools, taken, warnings);
+            pending.supply(
+                tools
+                    .iter()
+                    .map(|t| Arc::clone(t) as Arc<dyn kimi_tools::Tool>)
+                    .collect(),
+            );
+            if let Some(slot) = slots.servers.get_mut(index) {
+                slot.status.state = ServerState::Connected;
+                slot.status.tool_count = tools.len();
+                slot.tools = tools;
+                slot.service = Some(started.service);
+            }
+        }
+        Err(reason) => {
+            drop(pending);
+            slots
+                .warnings
+                .push(format!("MCP server `{name}` failed to start: {reason}"));
+            if let Some(slot) = slots.servers.get_mut(index) {
+                slot.status.state = ServerState::Failed(reason);
+                slot.status.pid = None;
+            }
+        }
+    }
+    shared.publish(&slots);
 }
 
 fn client_info() -> ClientConfig {
@@ -216,14 +460,15 @@ fn client_info() -> ClientConfig {
     .with_protocol_version(ProtocolVersion::LATEST_WITH_INITIALIZE)
 }
 
-async fn start(
+/// Spawn the stdio server (or build the HTTP client): what can fail at once does so here.
+fn launch(
     server: &ServerConfig,
     cwd: &Path,
     env: &HashMap<String, String>,
     stderr: &StderrTail,
-) -> Result<Started, String> {
+) -> Result<(Launched, Option<u32>), String> {
     let source = server.source.display();
-    let (service, pid) = match &server.transport {
+    match &server.transport {
         TransportConfig::Stdio {
             command,
             args,
@@ -252,35 +497,56 @@ async fn start(
                     }
                 })
             });
-            match client_info().serve(transport).await {
-                Ok(service) => (service, pid),
-                Err(e) => {
-                    // The server most likely exited; let its last words reach the tail.
-                    if let Some(task) = drained {
-                        let _ = tokio::time::timeout(STDERR_DRAIN_LIMIT, task).await;
-                    }
-                    return Err(format!(
-                        "the MCP handshake with `{command}` failed: {e}{}. Check that it is an MCP stdio server and that `command`/`args` in {source} are right",
-                        stderr.suffix()
-                    ));
-                }
-            }
+            let launched = Launched::Stdio {
+                transport,
+                command: command.clone(),
+                drained,
+            };
+            Ok((launched, pid))
         }
         TransportConfig::Http(remote) => {
             let transport = http_transport(remote, env, &source.to_string())?;
-            let service = client_info().serve(transport).await.map_err(|e| {
-                format!(
-                    "connecting to {} failed: {e}. Check that the server is running and that `url` in {source} is right",
-                    remote.url
-                )
-            })?;
-            (service, None)
+            let url = remote.url.clone();
+            Ok((Launched::Http { transport, url }, None))
         }
-        TransportConfig::Sse(remote) => {
-            return Err(format!(
-                "the legacy SSE transport (`\"transport\": \"sse\"` for {}) is not supported. Use the server's streamable HTTP endpoint with `\"transport\": \"http\"` in {source}",
-                remote.url
-            ));
+        TransportConfig::Sse(remote) => Err(format!(
+            "the legacy SSE transport (`\"transport\": \"sse\"` for {}) is not supported. Use the server's streamable HTTP endpoint with `\"transport\": \"http\"` in {source}",
+            remote.url
+        )),
+    }
+}
+
+/// `initialize` and `tools/list`.
+async fn handshake(
+    launched: Launched,
+    server: &ServerConfig,
+    stderr: &StderrTail,
+) -> Result<Started, String> {
+    let source = server.source.display();
+    let service = match launched {
+        Launched::Stdio {
+            transport,
+            command,
+            drained,
+        } => match client_info().serve(transport).await {
+            Ok(service) => service,
+            Err(e) => {
+                // The server most likely exited; let its last words reach the tail.
+                if let Some(task) = drained {
+                    let _ = tokio::time::timeout(STDERR_DRAIN_LIMIT, task).await;
+                }
+                return Err(format!(
+                    "the MCP handshake with `{command}` failed: {e}{}. Check that it is an MCP stdio server and that `command`/`args` in {source} are right",
+                    stderr.suffix()
+                ));
+            }
+        },
+        Launched::Http { transport, url } => {
+            client_info().serve(transport).await.map_err(|e| {
+                format!(
+                    "connecting to {url} failed: {e}. Check that the server is running and that `url` in {source} is right"
+                )
+            })?
         }
     };
     let tools = match service.list_all_tools().await {
@@ -290,11 +556,7 @@ async fn start(
             return Err(format!("listing its tools failed: {e}{}", stderr.suffix()));
         }
     };
-    Ok(Started {
-        service,
-        tools,
-        pid,
-    })
+    Ok(Started { service, tools })
 }
 
 fn spawn_error(command: &str, dir: &Path, error: &std::io::Error, source: &str) -> String {

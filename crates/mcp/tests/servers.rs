@@ -14,9 +14,11 @@ use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use kimi_mcp::{
-    McpConfig, McpManager, RemoteConfig, ServerConfig, ServerState, ServerStatus, TransportConfig,
+    McpConfig, McpManager, McpUpdate, RemoteConfig, ServerConfig, ServerState, ServerStatus,
+    TransportConfig,
 };
 use kimi_protocol::{ContentPart, MediaUrl};
+use kimi_tools::LateTools;
 use kimi_tools::tool::run_tool;
 use kimi_tools::{Resolution, Tool, ToolContext, ToolResult};
 use pretty_assertions::assert_eq;
@@ -260,6 +262,60 @@ async fn tool_timeout_and_cancel_end_the_call_but_not_the_server() -> TestResult
 }
 
 #[tokio::test]
+async fn servers_connect_in_the_background_and_their_tools_join_when_ready() -> TestResult {
+    let dir = tempfile::tempdir()?;
+    let late = LateTools::new();
+    let ghost = ServerConfig {
+        transport: TransportConfig::Stdio {
+            command: "/nonexistent/kimi-mcp-no-such-server".into(),
+            args: Vec::new(),
+            env: BTreeMap::new(),
+            cwd: None,
+        },
+        ..stdio(&[])
+    };
+    let cfg = config(vec![
+        ("ghost", ghost),
+        ("hang", stdio(&["--hang"])),
+        ("ok", stdio(&[])),
+    ]);
+    let (manager, warnings) = McpManager::start(&cfg, dir.path(), &late);
+    // A command that does not exist is known at once; the others are still on their way.
+    assert_eq!(warnings.len(), 1, "{warnings:#?}");
+    assert!(warnings[0].starts_with("MCP server `ghost` failed to start"));
+    assert_eq!(late.pending(), 2);
+    let mut progress = manager.progress();
+    assert_eq!(
+        progress.next().await,
+        Some(McpUpdate {
+            connecting: 2,
+            warnings: Vec::new()
+        })
+    );
+    late.wait_for("mcp__ok__echo").await;
+    assert!(late.tools().iter().any(|t| t.name() == "mcp__ok__echo"));
+    assert_eq!(
+        progress.next().await,
+        Some(McpUpdate {
+            connecting: 1,
+            warnings: Vec::new()
+        })
+    );
+    let states: Vec<(String, ServerState)> = manager
+        .status()
+        .into_iter()
+        .map(|s| (s.name, s.state))
+        .collect();
+    assert_eq!(states[1], ("hang".into(), ServerState::Connecting));
+    assert_eq!(states[2], ("ok".into(), ServerState::Connected));
+    // Shutting down abandons the hanging start; nothing waits for it any more.
+    manager.shutdown().await;
+    assert_eq!(late.pending(), 0);
+    assert_eq!(progress.next().await, None);
+    Ok(())
+}
+
+#[tokio::test]
 async fn failing_servers_are_warnings_and_the_others_still_work() -> TestResult {
     let mut ghost = stdio(&[]);
     ghost.transport = TransportConfig::Stdio {
@@ -327,6 +383,7 @@ async fn failing_servers_are_warnings_and_the_others_still_work() -> TestResult 
         .into_iter()
         .map(|s| {
             let kind = match s.state {
+                ServerState::Connecting => "connecting",
                 ServerState::Connected => "connected",
                 ServerState::Failed(_) => "failed",
                 ServerState::Disabled => "disabled",

@@ -45,6 +45,8 @@ pub struct TaskSummary {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum McpServerState {
+    /// Starting in the background; its tools join the session when it is ready.
+    Connecting,
     Connected,
     /// Not started; the text says why.
     Failed(String),

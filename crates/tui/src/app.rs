@@ -62,6 +62,31 @@ impl AppOptions {
     }
 }
 
+/// A failed request waiting for its next attempt.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct RetryStatus {
+    pub next_attempt: u32,
+    pub max_attempts: u32,
+    /// When the next attempt goes out.
+    pub until: Instant,
+    pub reason: String,
+}
+
+/// The first sentence of a provider error, at most 80 characters: the status line has one row.
+fn short_reason(message: &str) -> String {
+    let first = message
+        .split(". ")
+        .next()
+        .unwrap_or(message)
+        .trim_end_matches('.');
+    if first.chars().count() <= 80 {
+        return first.to_owned();
+    }
+    let mut cut: String = first.chars().take(79).collect();
+    cut.push('…');
+    cut
+}
+
 pub struct App {
     pub(crate) cells: Vec<Cell>,
     /// Cells before this index are in the terminal's scrollback (inline mode).
@@ -94,6 +119,10 @@ pub struct App {
     /// Skills for the `/` completion menu (from the host).
     pub(crate) skills: Vec<SkillEntry>,
     pub(crate) hint: Option<String>,
+    /// The request being retried (shown in the status line until the answer streams).
+    pub(crate) retry: Option<RetryStatus>,
+    /// MCP servers still connecting (shown in the footer while non-zero).
+    pub(crate) mcp_connecting: usize,
     actions: Vec<UiAction>,
     pub(crate) should_exit: bool,
 }
@@ -136,6 +165,8 @@ impl App {
             tasks: Vec::new(),
             skills: Vec::new(),
             hint: None,
+            retry: None,
+            mcp_connecting: 0,
             actions: Vec::new(),
             should_exit: false,
         };
@@ -335,6 +366,7 @@ impl App {
             }
             Event::TurnEnded { reason, error, .. } => {
                 self.busy = false;
+                self.retry = None;
                 // The engine stopped waiting for the question when the turn ended.
                 if matches!(self.dialog, Some(Dialog::Question(_))) {
                     self.dialog = None;
@@ -368,7 +400,12 @@ impl App {
                 self.turn_started = None;
             }
             Event::StepStarted { step, .. } => self.step = step,
-            Event::StepCompleted { .. } => self.finish_streams(),
+            Event::StepCompleted { .. } => {
+                self.retry = None;
+                self.finish_streams();
+            }
+            // One status line that updates in place: a notice per retry would bury the
+            // transcript under identical warnings while a provider is down.
             Event::StepRetrying {
                 next_attempt,
                 max_attempts,
@@ -377,17 +414,24 @@ impl App {
                 status_code,
                 ..
             } => {
-                let code = status_code.map(|c| format!(" ({c})")).unwrap_or_default();
-                self.notice(
-                    NoticeLevel::Warning,
-                    format!(
-                        "The provider failed{code}: {error_message}. Retrying in {:.1}s (attempt {next_attempt}/{max_attempts}).",
-                        delay_ms as f64 / 1000.0
-                    ),
-                );
+                let code = status_code
+                    .map(|c| format!("HTTP {c}: "))
+                    .unwrap_or_default();
+                self.retry = Some(RetryStatus {
+                    next_attempt,
+                    max_attempts,
+                    until: now + std::time::Duration::from_millis(delay_ms),
+                    reason: format!("{code}{}", short_reason(&error_message)),
+                });
             }
-            Event::AssistantDelta { text } => self.stream_into(false, &text),
-            Event::ThinkingDelta { text } => self.stream_into(true, &text),
+            Event::AssistantDelta { text } => {
+                self.retry = None;
+                self.stream_into(false, &text);
+            }
+            Event::ThinkingDelta { text } => {
+                self.retry = None;
+                self.stream_into(true, &text);
+            }
             Event::AssistantMessage { message } => {
                 // Without deltas (a non-streaming provider) the message is the only source.
                 let streamed = self
@@ -611,6 +655,7 @@ impl App {
             HostUpdate::Files(files) => self.files = Some(files),
             HostUpdate::Skills(skills) => self.skills = skills,
             HostUpdate::Warning(text) => self.notice(NoticeLevel::Warning, text),
+            HostUpdate::McpConnecting(count) => self.mcp_connecting = count,
         }
     }
 

@@ -28,18 +28,20 @@ pub fn skill_completions(prefix: &str, skills: &[SkillEntry]) -> Vec<(String, St
 
 fn state_label(state: &McpServerState) -> &'static str {
     match state {
+        McpServerState::Connecting => "connecting",
         McpServerState::Connected => "connected",
         McpServerState::Failed(_) => "failed",
         McpServerState::Disabled => "disabled",
     }
 }
 
-/// Failures first, then connected, then disabled servers; by name within each.
+/// Failures first, then connecting, connected and disabled servers; by name within each.
 fn sorted(servers: &[McpServerEntry]) -> Vec<&McpServerEntry> {
     let rank = |s: &McpServerEntry| match s.state {
         McpServerState::Failed(_) => 0,
-        McpServerState::Connected => 1,
-        McpServerState::Disabled => 2,
+        McpServerState::Connecting => 1,
+        McpServerState::Connected => 2,
+        McpServerState::Disabled => 3,
     };
     let mut out: Vec<&McpServerEntry> = servers.iter().collect();
     out.sort_by(|a, b| rank(a).cmp(&rank(b)).then_with(|| a.name.cmp(&b.name)));
@@ -49,6 +51,7 @@ fn sorted(servers: &[McpServerEntry]) -> Vec<&McpServerEntry> {
 fn tools_text(server: &McpServerEntry) -> String {
     match server.state {
         McpServerState::Connected => plural(server.tool_count, "tool"),
+        McpServerState::Connecting => "…".to_owned(),
         McpServerState::Failed(_) | McpServerState::Disabled => "—".to_owned(),
     }
 }
@@ -65,6 +68,10 @@ fn summary(servers: &[McpServerEntry]) -> String {
         (
             count(|s| matches!(s, McpServerState::Connected)),
             "connected",
+        ),
+        (
+            count(|s| matches!(s, McpServerState::Connecting)),
+            "connecting",
         ),
         (count(|s| matches!(s, McpServerState::Failed(_))), "failed"),
         (count(|s| matches!(s, McpServerState::Disabled)), "disabled"),
@@ -133,6 +140,7 @@ fn rows(status: &McpStatus, t: &Theme) -> Vec<Vec<(String, Style)>> {
     for s in &servers {
         let state_style = match s.state {
             McpServerState::Connected => t.success,
+            McpServerState::Connecting => t.warning,
             McpServerState::Failed(_) => t.error,
             McpServerState::Disabled => t.text_dim,
         };

@@ -95,8 +95,10 @@ pub enum HostUpdate {
     /// Skills for the `/` completion menu (sent once the UI runs; replaces the list).
     Skills(Vec<SkillEntry>),
     /// Something the user should know that is not an error (e.g. a skill file that could not
-    /// be loaded at startup).
+    /// be loaded at startup, an MCP server that failed to start).
     Warning(String),
+    /// How many MCP servers are still connecting (the footer says so while non-zero).
+    McpConnecting(usize),
 }
 
 /// The UI's ends of the channels to the engine and the host.

@@ -126,6 +126,17 @@ impl App {
         let frame = SPINNER[(elapsed.as_millis() / 80) as usize % SPINNER.len()];
         let what = if self.compacting() {
             "Compacting context".to_owned()
+        } else if let Some(retry) = &self.retry {
+            let left = retry.until.saturating_duration_since(self.now);
+            let when = if left.is_zero() {
+                "Retrying".to_owned()
+            } else {
+                format!("Retrying in {}s", left.as_millis().div_ceil(1000))
+            };
+            format!(
+                "{when} (attempt {}/{}) · {}",
+                retry.next_attempt, retry.max_attempts, retry.reason
+            )
         } else {
             self.status_word()
         };
@@ -230,6 +241,17 @@ impl App {
                 }
                 _ => {}
             }
+        }
+        if self.mcp_connecting > 0 {
+            let servers = if self.mcp_connecting == 1 {
+                "server"
+            } else {
+                "servers"
+            };
+            parts.insert(
+                0,
+                format!("connecting {} MCP {servers}…", self.mcp_connecting),
+            );
         }
         if self.shell_mode {
             parts.insert(0, "shell mode (ctrl-b: background)".to_owned());

@@ -1,5 +1,6 @@
 //! Writers for print mode. `text`: assistant text on stdout as bullet blocks (`• `, wrapped
-//! lines indented two spaces), thinking on stderr the same way, a resume hint on stderr.
+//! lines indented two spaces), thinking on stderr the same way, one stderr line per retry, a
+//! resume hint on stderr.
 //! `stream-json`: one JSON object per stdout line — assistant messages (with `tool_calls`
 //! before their results), tool results, and `meta` lines for retries and the resume hint.
 
@@ -150,10 +151,27 @@ impl<O: Write, E: Write> TurnWriter for TextWriter<O, E> {
             }
             Event::Warning { message } => writeln!(self.stderr, "warning: {message}"),
             Event::Error { message } => writeln!(self.stderr, "error: {message}"),
-            // Tool traffic and retries stay off the human transcript, as in the reference.
+            // A retry is a wait the user should see (one stderr line), never a silent pause.
+            Event::StepRetrying {
+                failed_attempt,
+                next_attempt,
+                max_attempts,
+                delay_ms,
+                error_message,
+                ..
+            } => {
+                self.thinking.finish(&mut self.stderr)?;
+                self.assistant.finish(&mut self.stdout)?;
+                self.stdout.flush()?;
+                writeln!(
+                    self.stderr,
+                    "retrying: attempt {failed_attempt}/{max_attempts} failed: {error_message} — attempt {next_attempt}/{max_attempts} in {:.1} s",
+                    *delay_ms as f64 / 1000.0
+                )
+            }
+            // Tool traffic stays off the human transcript, as in the reference.
             Event::TurnStarted { .. }
             | Event::StepStarted { .. }
-            | Event::StepRetrying { .. }
             | Event::AssistantMessage { .. }
             | Event::ToolStarted { .. }
             | Event::ToolProgress { .. }

@@ -59,7 +59,11 @@ async fn ask_for_summary(
         cancel: cancel.child_token(),
     };
     let mut stream = tokio::select! {
-        s = rt.config.provider.stream(chat) => s?,
+        s = kimi_llm::stream_watched(
+            rt.config.provider.as_ref(),
+            chat,
+            kimi_llm::StallLimits::from_policy(&rt.config.retry),
+        ) => s?,
         () = cancel.cancelled() => return Err(LlmError::Cancelled),
     };
     let mut acc = Accumulator::new();

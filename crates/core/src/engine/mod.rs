@@ -12,5 +12,6 @@ pub mod records;
 pub mod repeat;
 pub mod runtime;
 pub mod state;
+mod stream;
 pub mod turn;
 mod turn_host;

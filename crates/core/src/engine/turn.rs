@@ -6,12 +6,9 @@
 use std::sync::Arc;
 use std::time::Instant;
 
-use futures::StreamExt;
 use kimi_context::projector::{ProjectionPolicy, project_with};
 use kimi_context::tool_call_ids::ToolCallIdNormalizer;
-use kimi_llm::{
-    Accumulator, ChatRequest, Completion, ErrorKind, FinishReason, LlmError, StreamDelta,
-};
+use kimi_llm::{Accumulator, ChatRequest, Completion, ErrorKind, FinishReason};
 use kimi_protocol::ops::{Event, TurnEndReason};
 use kimi_protocol::origin::KnownOrigin;
 use kimi_protocol::{ContentPart, Message, Origin, Role};
@@ -27,6 +24,7 @@ use super::records as rec;
 use super::repeat::RepeatGuard;
 use super::runtime::{Pending, Runtime};
 use super::state::TurnPhase;
+use super::stream::{LATE_TOOLS_GRACE, stream_once, wait_for_late_tools};
 use super::turn_host::TurnHost;
 use crate::hooks::{EventResult, HookEventData};
 
@@ -477,6 +475,11 @@ async fn run_step(
     strict: &mut bool,
     repeat: &mut RepeatGuard,
 ) -> Result<StepEnd, Failure> {
+    if let Some(late) = rt.config.tools.late() {
+        // Tools that are moments away (a local MCP server finishing its handshake) make the
+        // first request; a server that hangs costs it this much and no more.
+        late.first_request_grace(LATE_TOOLS_GRACE).await;
+    }
     let mut attempt: u32 = 1;
     let (uuid, completion) = loop {
         set_phase(rt, TurnPhase::Thinking { step, attempt });
@@ -554,14 +557,17 @@ async fn run_step(
                     | ErrorKind::ImageFormat
                     | ErrorKind::Cancelled => {}
                 }
-                if err.is_retryable() && attempt < rt.config.retry.max_attempts {
+                // An unreachable server gets a smaller budget: waiting minutes will not fix
+                // a wrong URL or a stopped local server.
+                let max_attempts = rt.config.retry.max_attempts_for(&err);
+                if err.is_retryable() && attempt < max_attempts {
                     let delay = rt.config.retry.delay_for(attempt, &err);
                     let delay_ms = u64::try_from(delay.as_millis()).unwrap_or(u64::MAX);
                     rt.emit(Event::StepRetrying {
                         turn_id,
                         failed_attempt: attempt,
                         next_attempt: attempt + 1,
-                        max_attempts: rt.config.retry.max_attempts,
+                        max_attempts,
                         delay_ms,
                         error_name: err.name().to_owned(),
                         error_message: err.to_string(),
@@ -581,6 +587,11 @@ async fn run_step(
                     }
                     attempt += 1;
                     continue;
+                }
+                if err.is_retryable() && attempt > 1 {
+                    return Err(Failure::Error(format!(
+                        "{err} (gave up after {attempt} attempts)"
+                    )));
                 }
                 return Err(Failure::Error(err.to_string()));
             }
@@ -627,46 +638,6 @@ async fn auto_compact(
             } else {
                 rt.emit(Event::Warning { message });
                 Ok(())
-            }
-        }
-    }
-}
-
-/// Read one response; deltas go to the front ends as they come.
-async fn stream_once(
-    rt: &Runtime,
-    request: ChatRequest,
-    acc: &mut Accumulator,
-    cancel: &CancellationToken,
-) -> Result<(), LlmError> {
-    let mut stream = tokio::select! {
-        stream = rt.config.provider.stream(request) => stream?,
-        () = cancel.cancelled() => return Err(LlmError::Cancelled),
-    };
-    loop {
-        let next = tokio::select! {
-            next = stream.next() => next,
-            () = cancel.cancelled() => return Err(LlmError::Cancelled),
-        };
-        match next {
-            None => return Ok(()),
-            Some(Err(err)) => return Err(err),
-            Some(Ok(delta)) => {
-                match &delta {
-                    StreamDelta::Text(text) => {
-                        rt.emit(Event::AssistantDelta { text: text.clone() })
-                    }
-                    StreamDelta::Thinking(text) => {
-                        rt.emit(Event::ThinkingDelta { text: text.clone() })
-                    }
-                    StreamDelta::ThinkingSignature(_)
-                    | StreamDelta::ToolCallStart { .. }
-                    | StreamDelta::ToolCallArgs { .. }
-                    | StreamDelta::Usage(_)
-                    | StreamDelta::Finish(_)
-                    | StreamDelta::MessageId(_) => {}
-                }
-                acc.push(delta);
             }
         }
     }
@@ -755,6 +726,7 @@ async fn finish_step(
         step_uuid: uuid.to_owned(),
         cancel: cancel.clone(),
     };
+    wait_for_late_tools(rt, &message.tool_calls, cancel).await;
     let user_cancel = rt.shared().user_cancelled;
     let env = BatchEnv {
         registry: &rt.config.tools,

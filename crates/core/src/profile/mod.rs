@@ -12,7 +12,7 @@ use std::path::PathBuf;
 pub use builtin::{DEFAULT_MAIN, DEFAULT_SUBAGENT};
 pub use catalog::{AgentDirs, ProfileCatalog};
 pub use file::parse_agent_file;
-pub use render::{PromptEnv, git_context, registry_for, render_profile_prompt};
+pub use render::{PromptEnv, attach_late_for, git_context, registry_for, render_profile_prompt};
 
 /// Where a profile came from; also decides precedence (later variants win).
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -76,6 +76,22 @@ pub fn render_profile_prompt(
     }
 }
 
+/// Offer the tools of `late` (MCP servers still connecting) that `[tools]` and the profile allow, as they
+/// arrive.
+pub fn attach_late_for(
+    registry: &mut ToolRegistry,
+    profile: &Profile,
+    late: &kimi_tools::LateTools,
+    allowed: &kimi_config::Tools,
+) {
+    let profile = profile.clone();
+    let allowed = allowed.clone();
+    registry.attach_late(
+        late.clone(),
+        Arc::new(move |name: &str| allowed.allows(name) && profile.allows_tool(name)),
+    );
+}
+
 /// The tools of `available` (in order) the profile allows.
 pub fn registry_for<'a>(
     profile: &Profile,

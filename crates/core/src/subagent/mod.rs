@@ -44,6 +44,8 @@ pub struct SubagentHost {
     pub base_ctx: ToolContext,
     /// Tools beyond the built-ins (MCP, Skill) a subagent's profile may allow.
     pub extension_tools: Vec<Arc<dyn Tool>>,
+    /// Tools that arrive after the session opened (MCP servers connecting in the background).
+    pub late_tools: Option<kimi_tools::LateTools>,
     pub catalog: ProfileCatalog,
     /// The caller's profile (its `subagents` allowlist decides what it may start).
     pub caller: Profile,
@@ -89,6 +91,7 @@ pub struct HostParts {
     pub hooks: Option<Arc<EngineHooks>>,
     pub base_ctx: ToolContext,
     pub extension_tools: Vec<Arc<dyn Tool>>,
+    pub late_tools: Option<kimi_tools::LateTools>,
     pub catalog: ProfileCatalog,
     pub caller: Profile,
     pub fsync: FsyncPolicy,
@@ -124,6 +127,7 @@ impl SubagentHost {
             hooks: parts.hooks,
             base_ctx: parts.base_ctx,
             extension_tools: parts.extension_tools,
+            late_tools: parts.late_tools,
             catalog: parts.catalog,
             caller: parts.caller,
             fsync: parts.fsync,

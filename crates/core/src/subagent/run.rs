@@ -272,6 +272,10 @@ impl SubagentHost {
             .chain(self.extension_tools.iter().cloned())
             .filter(|t| t.name() != "Agent" && self.tools_allowed.allows(t.name()))
             .collect();
+        let mut registry = registry_for(&profile, &available);
+        if let Some(late) = &self.late_tools {
+            crate::profile::attach_late_for(&mut registry, &profile, late, &self.tools_allowed);
+        }
         let config = AgentConfig {
             session_id: self.session.state.id.clone(),
             system_prompt: system_prompt.clone(),
@@ -280,7 +284,7 @@ impl SubagentHost {
             max_context_tokens: self.max_context_tokens,
             max_steps_per_turn: self.max_steps_per_turn,
             retry: self.retry.clone(),
-            tools: Arc::new(registry_for(&profile, &available)),
+            tools: Arc::new(registry),
             tool_ctx: Arc::new(ctx),
             permissions: self.permissions.clone(),
             hooks: self.hooks.clone(),

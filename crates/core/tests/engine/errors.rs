@@ -164,3 +164,47 @@ async fn a_stream_broken_mid_answer_is_retried_without_the_broken_attempts_text(
         assert_ne!(last_message["role"], "assistant", "{format:?}: {last}");
     }
 }
+
+/// A server that sends its headers and one chunk, then nothing: with a 3 s idle limit and two
+/// attempts the step is tried twice and the turn fails saying the stream stalled.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stream_that_stalls_after_its_first_chunk_is_retried_then_fails() {
+    use kimi_llm::scripted::ScriptEvent;
+    use std::time::Duration;
+
+    let dirs = Dirs::new();
+    let stalled = || ScriptTurn::reply(vec![ScriptEvent::text("Let me"), ScriptEvent::stall()]);
+    let mut options = crate::harness::Options::new(ProviderType::OpenAi);
+    options.retry = kimi_llm::RetryPolicy {
+        max_attempts: 2,
+        base_delay: Duration::from_millis(10),
+        jitter_ratio: 0.0,
+        first_token_timeout: Duration::from_secs(3),
+        stream_idle_timeout: Duration::from_secs(3),
+        ..kimi_llm::RetryPolicy::default()
+    };
+    let mut s = Session::start_with(&dirs, options, vec![stalled(), stalled()]).await;
+    let (reason, error) = s.run("hi").await;
+    assert_eq!(reason, TurnEndReason::Failed);
+    let error = error.unwrap_or_default();
+    assert!(
+        error.contains("stream stalled: no data for 3 s") && error.contains("2 attempts"),
+        "{error}"
+    );
+    assert_eq!(s.requests().len(), 2, "tried twice");
+    let retries: Vec<(u32, u32, String)> = s
+        .events
+        .iter()
+        .filter_map(|e| match e {
+            Event::StepRetrying {
+                next_attempt,
+                max_attempts,
+                error_name,
+                ..
+            } => Some((*next_attempt, *max_attempts, error_name.clone())),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(retries, vec![(2, 2, "stream_stalled".to_owned())]);
+    s.close().await;
+}

@@ -109,6 +109,12 @@ fn servers() -> McpStatus {
                 tool_count: 0,
             },
             McpServerEntry {
+                name: "slow".into(),
+                transport: "stdio".into(),
+                state: McpServerState::Connecting,
+                tool_count: 0,
+            },
+            McpServerEntry {
                 name: "old".into(),
                 transport: "sse".into(),
                 state: McpServerState::Disabled,
@@ -128,11 +134,11 @@ fn mcp_panel_lists_servers_with_state_and_tools() {
     h.key(KeyCode::Enter);
     assert_eq!(h.actions(), vec![UiAction::Op(Op::McpStatus)]);
     h.event(Event::McpStatus { status: servers() });
-    assert_snapshot!("mcp_panel", h.screen(70, 14));
+    assert_snapshot!("mcp_panel", h.screen(70, 16));
     assert!(
         h.app
             .transcript_markdown()
-            .contains("github  connected  http")
+            .contains("github  connected   http")
     );
 }
 
@@ -151,6 +157,15 @@ fn mcp_panel_without_servers_says_where_to_add_them() {
         },
     });
     assert_snapshot!("mcp_panel_empty", h.screen(70, 10));
+}
+
+#[test]
+fn the_footer_says_while_mcp_servers_connect() {
+    let mut h = Harness::new();
+    h.app.handle_host(HostUpdate::McpConnecting(2));
+    assert_snapshot!("mcp_connecting_footer", h.screen(70, 4));
+    h.app.handle_host(HostUpdate::McpConnecting(0));
+    assert!(!h.screen(70, 4).contains("connecting"));
 }
 
 #[test]

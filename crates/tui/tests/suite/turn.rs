@@ -295,6 +295,23 @@ fn retries_and_failures_are_plain_words() {
         error_message: "rate limited by the provider".into(),
         status_code: Some(429),
     });
+    assert_snapshot!("retry_status_line", h.screen(80, 6));
+    // The next retry replaces the line instead of adding a notice.
+    h.advance(1_500);
+    h.event(Event::StepRetrying {
+        turn_id: 1,
+        failed_attempt: 2,
+        next_attempt: 3,
+        max_attempts: 5,
+        delay_ms: 3000,
+        error_name: "connection_error".into(),
+        error_message:
+            "could not reach kimi at http://127.0.0.1:1/v1: connection refused. Check the network"
+                .into(),
+        status_code: None,
+    });
+    h.advance(1_200);
+    assert_snapshot!("retry_status_line_updated", h.screen(80, 6));
     h.event(Event::TurnEnded {
         turn_id: 1,
         reason: TurnEndReason::Failed,

@@ -2,7 +2,8 @@
 //!
 //! Flags: `--stderr-noise` writes a few lines to stderr at start-up; `--fail-startup <msg>`
 //! prints `<msg>` to stderr and exits 2 before reading anything; `--hang` reads its input but
-//! never answers (start-up timeouts). Tools: see `proto::tool_list`.
+//! never answers (start-up timeouts); `--wait-for <path>` reads nothing until `<path>` exists
+//! (a server that becomes ready when a test says so). Tools: see `proto::tool_list`.
 
 mod proto;
 
@@ -22,6 +23,12 @@ fn main() {
         }
     }
     let hang = args.iter().any(|a| a == "--hang");
+    if let Some(pos) = args.iter().position(|a| a == "--wait-for") {
+        let path = std::path::PathBuf::from(args.get(pos + 1).cloned().unwrap_or_default());
+        while !path.exists() {
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
+    }
 
     let session = Arc::new(proto::Session::default());
     let stdout = Arc::new(Mutex::new(std::io::stdout()));
