@@ -4,6 +4,7 @@
 
 mod pairing;
 mod render;
+pub mod sandbox;
 mod server;
 
 pub use pairing::check_tool_pairing;

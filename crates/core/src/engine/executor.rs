@@ -120,8 +120,9 @@ fn raw_args(call: &ToolCall) -> RawArgs<'_> {
     }
 }
 
-/// Empty outputs become "Tool output is empty.", text-only part lists are joined (§e.5).
-fn normalize(mut result: ToolResult) -> ToolResult {
+/// Empty outputs become "Tool output is empty.", text-only part lists are joined (§e.5). Every
+/// other field of the result is kept. Public for the `tool_result` conformance adapter.
+pub fn normalize(mut result: ToolResult) -> ToolResult {
     result.output = match result.output {
         ToolOutput::Text(text) => ToolOutput::Parts(normalize_tool_text(text).into_parts()),
         ToolOutput::Parts(parts) => ToolOutput::Parts(normalize_tool_output(parts).into_parts()),
