@@ -12,18 +12,38 @@ pub const SKIP_ENV: &str = "KIMI_RS_SKIP_SANDBOX_TESTS";
 /// `KIMI_RS_SKIP_SANDBOX_TESTS=1`, and fails otherwise, so a missing sandbox is never a pass
 /// by accident. Returns `true` when the caller should return early (skipped).
 pub fn skip_unless_supported(unavailable: Option<&str>) -> bool {
+    match decide(unavailable, std::env::var(SKIP_ENV).ok().as_deref()) {
+        Decision::Run => false,
+        Decision::Skip(line) => {
+            eprintln!("{line}");
+            true
+        }
+        Decision::Fail(message) => panic!("{message}"),
+    }
+}
+
+#[derive(Debug, PartialEq, Eq)]
+enum Decision {
+    Run,
+    /// The `skipped: …` line to print.
+    Skip(String),
+    Fail(String),
+}
+
+fn decide(unavailable: Option<&str>, skip_env: Option<&str>) -> Decision {
     let Some(reason) = unavailable else {
-        return false;
+        return Decision::Run;
     };
     let reason = reason.trim();
-    if std::env::var(SKIP_ENV).is_ok_and(|v| v == "1") {
-        eprintln!("skipped: the OS sandbox is not available here ({reason}); {SKIP_ENV}=1");
-        return true;
+    if skip_env == Some("1") {
+        return Decision::Skip(format!(
+            "skipped: the OS sandbox is not available here ({reason}); {SKIP_ENV}=1"
+        ));
     }
-    panic!(
+    Decision::Fail(format!(
         "the OS sandbox is not available here: {reason}\n\
          set {SKIP_ENV}=1 to skip the sandbox tests on a machine that cannot run them"
-    );
+    ))
 }
 
 /// A fresh directory outside the temp dir, the current directory and the checkout: the
@@ -75,8 +95,27 @@ mod tests {
     use super::*;
 
     #[test]
-    fn a_supported_sandbox_runs_the_test() {
+    fn a_missing_sandbox_fails_unless_skipping_is_asked_for() {
         assert!(!skip_unless_supported(None));
+        assert_eq!(decide(None, Some("1")), Decision::Run);
+        assert_eq!(
+            decide(Some("no Landlock\n"), Some("1")),
+            Decision::Skip(
+                "skipped: the OS sandbox is not available here (no Landlock); \
+                 KIMI_RS_SKIP_SANDBOX_TESTS=1"
+                    .to_owned()
+            )
+        );
+        for env in [None, Some("0"), Some("yes")] {
+            let Decision::Fail(message) = decide(Some("no Landlock"), env) else {
+                panic!("{env:?} must not skip");
+            };
+            assert!(message.contains("no Landlock"), "{message}");
+            assert!(
+                message.contains("KIMI_RS_SKIP_SANDBOX_TESTS=1"),
+                "{message}"
+            );
+        }
     }
 
     #[test]
