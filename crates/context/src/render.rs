@@ -157,6 +157,11 @@ pub fn normalize_tool_text(text: String) -> NormalizedOutput {
 /// Fixed texts the executor puts into results it has to synthesize (core.md §e.5). They live
 /// here, next to the rendering, so every model-facing tool-result text is in one place.
 pub mod executor_text {
+    /// The tool failed while executing (in this build: it panicked) with this message.
+    pub fn failed(name: &str, message: &str) -> String {
+        format!("Tool \"{name}\" failed: {message}")
+    }
+
     /// The call was aborted; a user cancellation gets a text that tells the model not to retry.
     pub fn aborted(name: &str, by_user: bool) -> String {
         if by_user {

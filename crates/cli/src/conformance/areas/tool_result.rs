@@ -46,10 +46,10 @@ fn render(input: &Value) -> Result<Value, String> {
 pub fn skip(input: &Value) -> Option<String> {
     if input.get("fn").and_then(Value::as_str) == Some("executorText") {
         let key = input.get("key").and_then(Value::as_str).unwrap_or_default();
-        if key.starts_with("execute_threw") || key.starts_with("resolve_execution_threw") {
+        if key.starts_with("resolve_execution_threw") {
             return Some(
-                "tools cannot throw here: execute and resolve return typed errors, which reach \
-                 the model as they are"
+                "resolve cannot throw here: it returns a typed error, which reaches the model as \
+                 it is"
                     .to_owned(),
             );
         }
@@ -144,6 +144,7 @@ fn executor(input: &Value) -> Result<Value, String> {
     };
     let name = arg("name").ok_or_else(|| format!("key {key:?} has no name"))?;
     let text = match head {
+        "execute_threw" => executor_text::failed(&name, &arg("message").unwrap_or_default()),
         "aborted" => {
             executor_text::aborted(&name, arg("reason").as_deref() == Some("user cancellation"))
         }
