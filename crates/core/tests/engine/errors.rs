@@ -15,13 +15,16 @@ use tokio_util::sync::CancellationToken;
 
 use crate::harness::{Dirs, Options, Session, record_kind, tool_results};
 
-/// A tool whose execution panics.
+/// A tool whose execution panics, added the way MCP tools are (the default profile allows
+/// `mcp__*` extension tools).
 struct Explode;
+
+const EXPLODE: &str = "mcp__fixture__explode";
 
 #[async_trait::async_trait]
 impl Tool for Explode {
     fn name(&self) -> &str {
-        "Explode"
+        EXPLODE
     }
     fn description(&self) -> String {
         "Panics when run.".to_owned()
@@ -69,7 +72,7 @@ async fn a_panicking_tool_fails_its_call_and_the_turn_goes_on() {
     let mut options = Options::new(ProviderType::OpenAi);
     options.extensions.tools = vec![Arc::new(Explode)];
     let script = vec![
-        ScriptTurn::tool_calls(&[("x1", "Explode", "{}")]),
+        ScriptTurn::tool_calls(&[("x1", EXPLODE, "{}")]),
         ScriptTurn::text("It failed."),
     ];
     let mut s = Session::start_with(&dirs, options, script).await;
@@ -83,7 +86,7 @@ async fn a_panicking_tool_fails_its_call_and_the_turn_goes_on() {
     assert!(
         results[0]
             .text
-            .contains("Tool \"Explode\" failed: tool blew up"),
+            .contains(&format!("Tool \"{EXPLODE}\" failed: tool blew up")),
         "{:?}",
         results[0]
     );

@@ -7,12 +7,30 @@ pub mod proto;
 use std::path::PathBuf;
 use std::sync::OnceLock;
 
-/// The `kimi-mcp-fixture` binary, built (or brought up to date) once per test process with the
-/// same cargo, target directory and profile as the running test: a test of another package
-/// cannot name this crate's binary through `CARGO_BIN_EXE_*`.
+/// The `kimi-mcp-fixture` binary next to the running test's profile directory, built with the
+/// same cargo, target directory and profile when it is missing or older than its sources (a
+/// test of another package cannot name this crate's binary through `CARGO_BIN_EXE_*`, and
+/// `cargo test -p kimi-mcp` does not build it).
 pub fn binary() -> PathBuf {
     static BUILT: OnceLock<PathBuf> = OnceLock::new();
     BUILT.get_or_init(build).clone()
+}
+
+/// The newest modification time of the fixture's sources.
+fn sources_modified() -> Option<std::time::SystemTime> {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    [
+        "mcp_fixture/mod.rs",
+        "mcp_fixture/proto.rs",
+        "bin/kimi-mcp-fixture.rs",
+    ]
+    .iter()
+    .filter_map(|f| {
+        std::fs::metadata(root.join(f))
+            .and_then(|m| m.modified())
+            .ok()
+    })
+    .max()
 }
 
 fn build() -> PathBuf {
@@ -31,6 +49,11 @@ fn build() -> PathBuf {
         Some(other) => other.to_owned(),
         None => panic!("unexpected profile directory {}", profile_dir.display()),
     };
+    let path = profile_dir.join(format!("kimi-mcp-fixture{}", std::env::consts::EXE_SUFFIX));
+    let built = std::fs::metadata(&path).and_then(|m| m.modified()).ok();
+    if built.is_some_and(|b| sources_modified().is_some_and(|s| s <= b)) {
+        return path;
+    }
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_owned());
     let status = std::process::Command::new(cargo)
         .args([
@@ -49,7 +72,6 @@ fn build() -> PathBuf {
         .status()
         .unwrap_or_else(|e| panic!("cannot run cargo to build kimi-mcp-fixture: {e}"));
     assert!(status.success(), "building kimi-mcp-fixture failed");
-    let path = profile_dir.join(format!("kimi-mcp-fixture{}", std::env::consts::EXE_SUFFIX));
     assert!(path.exists(), "{} was not built", path.display());
     path
 }
