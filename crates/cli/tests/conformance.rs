@@ -15,7 +15,10 @@ fn assert_area_passes(area: &str) {
     let mut text = Vec::new();
     report.write(&mut text).expect("write report");
     let text = String::from_utf8_lossy(&text);
-    assert!(report.passed() > 0, "area {area} has no cases:\n{text}");
+    assert!(
+        report.passed() > 0,
+        "area {area} has no passing cases:\n{text}"
+    );
     assert_eq!(report.failed(), 0, "area {area}:\n{text}");
 }
 

@@ -157,29 +157,9 @@ pub fn normalize_tool_text(text: String) -> NormalizedOutput {
 /// Fixed texts the executor puts into results it has to synthesize (core.md §e.5). They live
 /// here, next to the rendering, so every model-facing tool-result text is in one place.
 pub mod executor_text {
-    /// The tool returned nothing at all.
-    pub fn no_result(name: &str) -> String {
-        format!("Tool \"{name}\" returned no result.")
-    }
-
-    /// The tool returned something that is not a result object (`kind` is its type name).
-    pub fn not_a_result(name: &str, kind: &str) -> String {
-        format!("Tool \"{name}\" returned a {kind} instead of a tool result.")
-    }
-
-    /// The result's `output` is missing or neither text nor parts.
-    pub fn malformed_output(name: &str) -> String {
-        format!("Tool \"{name}\" returned a result with a missing or malformed \"output\" field.")
-    }
-
-    /// The tool failed with an error message.
+    /// The tool failed while executing (in this build: it panicked) with this message.
     pub fn failed(name: &str, message: &str) -> String {
         format!("Tool \"{name}\" failed: {message}")
-    }
-
-    /// Planning the execution (accesses, approval subject) failed.
-    pub fn resolve_failed(name: &str, message: &str) -> String {
-        format!("Tool \"{name}\" failed to resolve execution: {message}")
     }
 
     /// The call was aborted; a user cancellation gets a text that tells the model not to retry.

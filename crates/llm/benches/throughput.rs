@@ -63,7 +63,7 @@ fn bench_parser(corpus: &[u8]) {
 }
 
 fn bench_decode(corpus: &[u8], runtime: &tokio::runtime::Runtime) {
-    let model = ResolvedModel::for_test(ProviderType::OpenAi, "http://127.0.0.1:1/v1", "m");
+    let model = kimi_test_support::test_model(ProviderType::OpenAi, "http://127.0.0.1:1/v1", "m");
     let mut best = Duration::MAX;
     for _ in 0..3 {
         let chunks: Vec<Result<bytes::Bytes, std::io::Error>> = corpus
@@ -159,7 +159,7 @@ fn bench_bodies() {
         ("vertexai", ProviderType::VertexAi, wire::gemini_body),
     ];
     for (name, kind, build) in formats {
-        let model = ResolvedModel::for_test(kind, "http://127.0.0.1:1", "model");
+        let model = kimi_test_support::test_model(kind, "http://127.0.0.1:1", "model");
         let mut best = Duration::MAX;
         let mut best_build = Duration::MAX;
         let mut size = 0;

@@ -205,32 +205,6 @@ impl ResolvedModel {
         }
         Some(effort)
     }
-
-    /// A minimal model for tests and the scripted demo.
-    pub fn for_test(provider_type: ProviderType, base_url: &str, model: &str) -> Self {
-        ResolvedModel {
-            alias: model.to_owned(),
-            provider_id: provider_type.as_str().to_owned(),
-            provider_type,
-            model: model.to_owned(),
-            base_url: base_url.to_owned(),
-            api_key: "test-key".to_owned(),
-            key_source: KeySource::Unknown,
-            custom_headers: Vec::new(),
-            max_context_size: 262_144,
-            max_output_size: None,
-            capabilities: Vec::new(),
-            support_efforts: Vec::new(),
-            default_effort: None,
-            forced_effort: None,
-            reasoning_key: None,
-            adaptive_thinking: None,
-            display_name: None,
-            vertex_project: None,
-            vertex_location: None,
-            kimi_tuning: KimiTuning::default(),
-        }
-    }
 }
 
 impl LlmConfig {
@@ -581,4 +555,4 @@ fn env_model(
 }
 
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;

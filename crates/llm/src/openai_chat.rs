@@ -496,7 +496,7 @@ mod tests {
 
     #[test]
     fn parallel_calls_reusing_index_zero_stay_separate() {
-        let model = ResolvedModel::for_test(ProviderType::OpenAi, "http://x/v1", "m");
+        let model = crate::config::tests::test_model(ProviderType::OpenAi, "http://x/v1", "m");
         let mut decoder = ChatDecoder::new(&model);
         let mut out = Vec::new();
         for data in [
@@ -528,7 +528,7 @@ mod tests {
 
     #[test]
     fn reasoning_comes_from_any_known_or_configured_key() {
-        let mut model = ResolvedModel::for_test(ProviderType::OpenAi, "http://x/v1", "m");
+        let mut model = crate::config::tests::test_model(ProviderType::OpenAi, "http://x/v1", "m");
         model.reasoning_key = Some("thoughts".into());
         let mut decoder = ChatDecoder::new(&model);
         let mut out = Vec::new();

@@ -1,10 +1,6 @@
 //! kimi-mcp against real servers: the `kimi-mcp-fixture` binary over stdio and an in-process
 //! streamable-HTTP server on a loopback port, both speaking the hand-written fixture protocol.
 
-#[allow(dead_code)]
-#[path = "../src/bin/kimi-mcp-fixture/proto.rs"]
-mod proto;
-
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
@@ -18,6 +14,7 @@ use kimi_mcp::{
     TransportConfig,
 };
 use kimi_protocol::{ContentPart, MediaUrl};
+use kimi_test_support::mcp_fixture::proto;
 use kimi_tools::LateTools;
 use kimi_tools::tool::run_tool;
 use kimi_tools::{Resolution, Tool, ToolContext, ToolResult};
@@ -27,12 +24,16 @@ use tokio_util::sync::CancellationToken;
 
 type TestResult = Result<(), Box<dyn std::error::Error>>;
 
-const FIXTURE: &str = env!("CARGO_BIN_EXE_kimi-mcp-fixture");
+fn fixture() -> String {
+    kimi_test_support::mcp_fixture::binary()
+        .to_string_lossy()
+        .into_owned()
+}
 
 fn stdio(args: &[&str]) -> ServerConfig {
     ServerConfig {
         transport: TransportConfig::Stdio {
-            command: FIXTURE.to_owned(),
+            command: fixture(),
             args: args.iter().map(|a| (*a).to_owned()).collect(),
             env: BTreeMap::new(),
             cwd: None,
@@ -426,7 +427,7 @@ async fn env_and_cwd_reach_the_server() -> TestResult {
     let dir = tempfile::tempdir()?;
     let mut server = stdio(&[]);
     server.transport = TransportConfig::Stdio {
-        command: FIXTURE.to_owned(),
+        command: fixture(),
         args: Vec::new(),
         env: BTreeMap::from([("KIMI_MCP_FIXTURE_VAR".to_owned(), "from-config".to_owned())]),
         cwd: Some(dir.path().to_path_buf()),

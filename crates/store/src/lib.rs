@@ -5,7 +5,6 @@
 //! with repair + migration, durable appends, undo switches), [`tree`] (which records replay
 //! follows), [`TurnClock`].
 
-pub mod crash_harness;
 pub mod envelope;
 pub mod error;
 mod fast_replay;
@@ -20,7 +19,6 @@ pub mod session;
 pub mod tree;
 pub mod turn_clock;
 pub mod undo;
-pub mod wire_cases;
 
 pub use envelope::{Entry, EnvelopeRead, Reported, read_envelope};
 pub use error::{Result, StoreError, WireError};

@@ -91,7 +91,7 @@ impl ScriptServer {
                 self.base_url()
             }
         };
-        ResolvedModel::for_test(provider_type, &base, model)
+        crate::test_model(provider_type, &base, model)
     }
 
     pub fn push(&self, turn: ScriptTurn) {

@@ -37,40 +37,6 @@ pub enum RuleSubject {
     NameOnly,
 }
 
-impl RuleSubject {
-    pub fn matches(&self, pattern: &str) -> bool {
-        match self {
-            RuleSubject::Path(path) => globset::GlobBuilder::new(pattern)
-                .literal_separator(true)
-                .build()
-                .is_ok_and(|g| g.compile_matcher().is_match(path)),
-            RuleSubject::Text(text) => text_glob_match(pattern, text),
-            RuleSubject::NameOnly => false,
-        }
-    }
-}
-
-/// `*` matches any run of characters (slashes included), everything else literally.
-fn text_glob_match(pattern: &str, text: &str) -> bool {
-    let pieces: Vec<&str> = pattern.split('*').collect();
-    let Some((first, rest)) = pieces.split_first() else {
-        return text.is_empty();
-    };
-    let Some(mut remaining) = text.strip_prefix(first) else {
-        return false;
-    };
-    let Some((last, middle)) = rest.split_last() else {
-        return remaining.is_empty();
-    };
-    for piece in middle {
-        let Some(pos) = remaining.find(piece) else {
-            return false;
-        };
-        remaining = &remaining[pos + piece.len()..];
-    }
-    remaining.ends_with(last)
-}
-
 /// The execution plan of one call.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ToolPlan {
@@ -86,10 +52,6 @@ pub struct ToolPlan {
 }
 
 impl ToolPlan {
-    pub fn matches_rule(&self, pattern: &str) -> bool {
-        self.subject.matches(pattern)
-    }
-
     /// The plan of a recursive search tool (Glob, Grep): one `search` access on `root`, the
     /// pattern as the rule subject, and "<verb> <pattern> in <root>" as the description.
     pub fn search(tool: &str, pattern: &str, root: &std::path::Path, verb: &str) -> ToolPlan {
@@ -182,18 +144,4 @@ pub async fn run_tool(tool: &dyn Tool, args: Value, ctx: &ToolContext) -> ToolRe
 /// Deserialize arguments into a tool's typed parameters with a readable error.
 pub fn parse_args<T: serde::de::DeserializeOwned>(args: Value) -> Result<T, ToolError> {
     serde_json::from_value(args).map_err(|e| ToolError::InvalidArgs(e.to_string()))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn rule_subjects() {
-        assert!(RuleSubject::Text("git status --short".into()).matches("git status*"));
-        assert!(!RuleSubject::Text("rm -rf /".into()).matches("git *"));
-        assert!(RuleSubject::Path("/repo/src/a.rs".into()).matches("/repo/**"));
-        assert!(!RuleSubject::Path("/repo/src/a.rs".into()).matches("/repo/*"));
-        assert!(!RuleSubject::NameOnly.matches("*"));
-    }
 }

@@ -102,23 +102,7 @@ fn wildcard_match(pattern: &str, text: &str) -> bool {
     for w in STRING_WILDCARDS {
         pieces = pieces.iter().flat_map(|p| p.split(w)).collect();
     }
-    let Some((first, rest)) = pieces.split_first() else {
-        return true;
-    };
-    let Some(mut remaining) = text.strip_prefix(first) else {
-        return false;
-    };
-    let Some((last, middle)) = rest.split_last() else {
-        return remaining.is_empty();
-    };
-    for piece in middle {
-        // Skip at least one character for the wildcard before this piece.
-        let Some(pos) = remaining.get(1..).and_then(|r| r.find(piece)) else {
-            return false;
-        };
-        remaining = &remaining[pos + 1 + piece.len()..];
-    }
-    remaining.len() > last.len() && remaining.ends_with(last)
+    kimi_tools::wildcard::pieces_match(&pieces, text, 1)
 }
 
 #[cfg(test)]

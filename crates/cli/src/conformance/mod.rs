@@ -1,6 +1,7 @@
 //! `kimi-rs debug conformance DIR [--area AREA]`: loads every case file in DIR (schema in
 //! tests/conformance/README.md), runs each case through the real code and reports failures
-//! with a readable diff, a per-area summary and the closing `N passed, M failed` line.
+//! with a readable diff, a per-area summary and the closing `N passed, M failed, K skipped`
+//! line. A case that cannot execute in this build is skipped with its reason, never passed.
 
 pub mod areas;
 pub mod compare;
@@ -31,13 +32,19 @@ pub struct CaseResult {
     pub area: String,
     pub name: String,
     pub file: PathBuf,
-    /// Empty when the case passed.
+    /// Empty when the case passed (or was skipped).
     pub problems: Vec<String>,
+    /// Why the case could not execute; `None` when it ran.
+    pub skipped: Option<String>,
 }
 
 impl CaseResult {
     pub fn passed(&self) -> bool {
-        self.problems.is_empty()
+        self.skipped.is_none() && self.problems.is_empty()
+    }
+
+    pub fn failed(&self) -> bool {
+        !self.problems.is_empty()
     }
 }
 
@@ -52,12 +59,22 @@ impl Report {
     }
 
     pub fn failed(&self) -> usize {
-        self.results.len() - self.passed()
+        self.results.iter().filter(|r| r.failed()).count()
     }
 
-    /// Failures with their diffs, then a line per area, then `N passed, M failed`.
+    pub fn skipped(&self) -> usize {
+        self.results.iter().filter(|r| r.skipped.is_some()).count()
+    }
+
+    /// Skipped cases with their reasons, failures with their diffs, then a line per area, then
+    /// `N passed, M failed, K skipped` (scripts read the `N passed, M failed` start).
     pub fn write(&self, out: &mut impl Write) -> io::Result<()> {
-        for r in self.results.iter().filter(|r| !r.passed()) {
+        for r in &self.results {
+            if let Some(why) = &r.skipped {
+                writeln!(out, "SKIP {} :: {}: {why}", r.area, r.name)?;
+            }
+        }
+        for r in self.results.iter().filter(|r| r.failed()) {
             writeln!(out, "FAIL {} :: {}", r.area, r.name)?;
             for p in r.problems.iter().take(12) {
                 writeln!(out, "    {p}")?;
@@ -66,19 +83,27 @@ impl Report {
                 writeln!(out, "    … {} more differences", r.problems.len() - 12)?;
             }
         }
-        let mut per_area: BTreeMap<&str, (usize, usize)> = BTreeMap::new();
+        let mut per_area: BTreeMap<&str, (usize, usize, usize)> = BTreeMap::new();
         for r in &self.results {
             let entry = per_area.entry(&r.area).or_default();
             if r.passed() {
                 entry.0 += 1;
-            } else {
+            } else if r.failed() {
                 entry.1 += 1;
+            } else {
+                entry.2 += 1;
             }
         }
-        for (area, (p, f)) in per_area {
-            writeln!(out, "area {area}: {p} passed, {f} failed")?;
+        for (area, (p, f, s)) in per_area {
+            writeln!(out, "area {area}: {p} passed, {f} failed, {s} skipped")?;
         }
-        writeln!(out, "{} passed, {} failed", self.passed(), self.failed())
+        writeln!(
+            out,
+            "{} passed, {} failed, {} skipped",
+            self.passed(),
+            self.failed(),
+            self.skipped()
+        )
     }
 }
 
@@ -121,30 +146,31 @@ fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
         .unwrap_or_else(|| "unknown panic".to_owned())
 }
 
-/// Run one case: an unknown area, an adapter error or a panic all fail the case.
-pub fn run_case(area: &str, case: &Value) -> Vec<String> {
+/// What became of one case.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Verdict {
+    /// The case ran; the differences from `expected` (empty when it passed).
+    Ran(Vec<String>),
+    /// The case cannot execute in this build, for this reason.
+    Skipped(String),
+}
+
+/// Run one case: the adapter sees only the case's `input`, and its output is compared with
+/// `expected`. An unknown area, an adapter error or a panic all fail the case.
+pub fn run_case(area: &str, case: &Value) -> Verdict {
     let Some(adapter) = areas::adapter(area) else {
-        return vec![format!("no adapter for area {area:?} in this build")];
+        return Verdict::Ran(vec![format!("no adapter for area {area:?} in this build")]);
     };
-    let mut input = case.get("input").cloned().unwrap_or(Value::Null);
-    let expected = case.get("expected").cloned().unwrap_or(Value::Null);
-    // Scheduler cases name their steps ("finish X", "fail X") only in `expected.script[*].after`
-    // (schema README: "each script step then resolves or rejects one running task"); the steps
-    // are inputs to the run, so hand them over. Only the step names are passed, never results.
-    if let (Some(obj), Some(Value::Array(script))) = (input.as_object_mut(), expected.get("script"))
-        && !obj.contains_key("script")
-    {
-        let steps: Vec<Value> = script
-            .iter()
-            .filter_map(|s| s.get("after").cloned())
-            .collect();
-        obj.insert("script".to_owned(), Value::Array(steps));
+    if let Some(why) = areas::skip_reason(area, case) {
+        return Verdict::Skipped(why);
     }
-    match catch_unwind(AssertUnwindSafe(|| adapter(&input))) {
+    let input = case.get("input").cloned().unwrap_or(Value::Null);
+    let expected = case.get("expected").cloned().unwrap_or(Value::Null);
+    Verdict::Ran(match catch_unwind(AssertUnwindSafe(|| adapter(&input))) {
         Ok(Ok(actual)) => compare::diff(&expected, &actual),
         Ok(Err(message)) => vec![format!("error: {message}")],
         Err(payload) => vec![format!("panicked: {}", panic_message(payload.as_ref()))],
-    }
+    })
 }
 
 pub fn run_dir(dir: &Path, area_filter: Option<&str>) -> Result<Report, ConformanceError> {
@@ -168,11 +194,16 @@ pub fn run_dir(dir: &Path, area_filter: Option<&str>) -> Result<Report, Conforma
                 .get("name")
                 .and_then(Value::as_str)
                 .unwrap_or("(unnamed)");
+            let (problems, skipped) = match run_case(area, &case) {
+                Verdict::Ran(problems) => (problems, None),
+                Verdict::Skipped(why) => (Vec::new(), Some(why)),
+            };
             report.results.push(CaseResult {
                 area: area.to_owned(),
                 name: name.to_owned(),
                 file: path.clone(),
-                problems: run_case(area, &case),
+                problems,
+                skipped,
             });
         }
     }

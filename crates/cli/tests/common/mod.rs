@@ -305,18 +305,7 @@ pub fn json_lines(run: &Run) -> Vec<Value> {
         .collect()
 }
 
-/// The MCP test server kimi-mcp builds (a sibling of the kimi-rs binary); built on demand when
-/// only this package was compiled.
+/// The MCP test server (kimi-test-support's `kimi-mcp-fixture`), built on first use.
 pub fn mcp_fixture() -> PathBuf {
-    let path = PathBuf::from(BIN).with_file_name("kimi-mcp-fixture");
-    if !path.exists() {
-        let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_owned());
-        let status = std::process::Command::new(cargo)
-            .args(["build", "-q", "-p", "kimi-mcp", "--bin", "kimi-mcp-fixture"])
-            .status()
-            .unwrap();
-        assert!(status.success(), "building the MCP fixture server failed");
-    }
-    assert!(path.exists(), "{} was not built", path.display());
-    path
+    kimi_test_support::mcp_fixture::binary()
 }

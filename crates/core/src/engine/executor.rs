@@ -8,8 +8,8 @@ use std::future::Future;
 use std::pin::Pin;
 use std::time::Duration;
 
-use futures::StreamExt;
 use futures::stream::FuturesUnordered;
+use futures::{FutureExt, StreamExt};
 use kimi_context::render::{executor_text, normalize_tool_output, normalize_tool_text};
 use kimi_protocol::ToolCall;
 use kimi_protocol::loop_event::ToolOutput;
@@ -120,8 +120,9 @@ fn raw_args(call: &ToolCall) -> RawArgs<'_> {
     }
 }
 
-/// Empty outputs become "Tool output is empty.", text-only part lists are joined (§e.5).
-fn normalize(mut result: ToolResult) -> ToolResult {
+/// Empty outputs become "Tool output is empty.", text-only part lists are joined (§e.5). Every
+/// other field of the result is kept. Public for the `tool_result` conformance adapter.
+pub fn normalize(mut result: ToolResult) -> ToolResult {
     result.output = match result.output {
         ToolOutput::Text(text) => ToolOutput::Parts(normalize_tool_text(text).into_parts()),
         ToolOutput::Parts(parts) => ToolOutput::Parts(normalize_tool_output(parts).into_parts()),
@@ -132,6 +133,15 @@ fn normalize(mut result: ToolResult) -> ToolResult {
         result.output = ToolOutput::Text(text.clone());
     }
     result
+}
+
+/// The text of a panic payload (`panic!` with a literal or a formatted message).
+fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
+    payload
+        .downcast_ref::<&str>()
+        .map(|s| (*s).to_owned())
+        .or_else(|| payload.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "the tool panicked".to_owned())
 }
 
 fn append_reminder(result: &mut ToolResult, reminder: &str) {
@@ -312,8 +322,21 @@ pub async fn run_batch(
             let exec = executions.remove(&i)?;
             let token = tool_cancel.child_token();
             let ctx = env.ctx;
-            let fut: Running<'_> =
-                Box::pin(async move { (i, exec.execute(ctx, token, ProgressSink::none()).await) });
+            let name = calls[i].name.clone();
+            let fut: Running<'_> = Box::pin(async move {
+                // A tool that panics fails its call (core.md §e.5 "execute threw") instead of
+                // taking the whole agent down.
+                let result =
+                    std::panic::AssertUnwindSafe(exec.execute(ctx, token, ProgressSink::none()))
+                        .catch_unwind()
+                        .await
+                        .unwrap_or_else(|payload| {
+                            let message = panic_message(payload.as_ref());
+                            tracing::error!(tool = %name, %message, "tool panicked");
+                            ToolResult::error(executor_text::failed(&name, &message))
+                        });
+                (i, result)
+            });
             Some(fut)
         };
     for i in to_start.drain(..) {

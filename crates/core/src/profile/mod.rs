@@ -63,30 +63,9 @@ pub struct Profile {
 /// that `mcp__` entries may use `*` globs (§8.2).
 pub fn tool_pattern_matches(pattern: &str, tool: &str) -> bool {
     if pattern.starts_with("mcp__") && pattern.contains('*') {
-        return glob_match(pattern, tool);
+        return kimi_tools::wildcard::star_match(pattern, tool);
     }
     pattern == tool
-}
-
-/// `*` matches any run of characters, everything else matches literally.
-fn glob_match(pattern: &str, text: &str) -> bool {
-    let pieces: Vec<&str> = pattern.split('*').collect();
-    let Some((first, rest)) = pieces.split_first() else {
-        return text.is_empty();
-    };
-    let Some(mut remaining) = text.strip_prefix(first) else {
-        return false;
-    };
-    let Some((last, middle)) = rest.split_last() else {
-        return remaining.is_empty();
-    };
-    for piece in middle {
-        let Some(pos) = remaining.find(piece) else {
-            return false;
-        };
-        remaining = &remaining[pos + piece.len()..];
-    }
-    remaining.ends_with(last)
 }
 
 impl Profile {

@@ -1,11 +1,96 @@
 //! Provider errors that are retried, and tool calls the executor refuses.
 
+use std::sync::Arc;
+
 use kimi_llm::ProviderType;
 use kimi_llm::scripted::ScriptTurn;
 use kimi_protocol::ops::{Event, TurnEndReason};
+use kimi_tools::{
+    Execution, ProgressSink, Resolution, RuleSubject, Tool, ToolContext, ToolDisplay, ToolError,
+    ToolPlan, ToolResult,
+};
 use pretty_assertions::assert_eq;
+use serde_json::{Value, json};
+use tokio_util::sync::CancellationToken;
 
-use crate::harness::{Dirs, Session, record_kind, tool_results};
+use crate::harness::{Dirs, Options, Session, record_kind, tool_results};
+
+/// A tool whose execution panics, added the way MCP tools are (the default profile allows
+/// `mcp__*` extension tools).
+struct Explode;
+
+const EXPLODE: &str = "mcp__fixture__explode";
+
+#[async_trait::async_trait]
+impl Tool for Explode {
+    fn name(&self) -> &str {
+        EXPLODE
+    }
+    fn description(&self) -> String {
+        "Panics when run.".to_owned()
+    }
+    fn parameters(&self) -> Value {
+        json!({"type": "object", "properties": {}})
+    }
+    fn resolve(&self, _args: Value, _ctx: &ToolContext) -> Result<Resolution, ToolError> {
+        Ok(Resolution::Run(Box::new(Explosion(ToolPlan {
+            accesses: Some(Vec::new()),
+            approval_rule: "Explode".to_owned(),
+            subject: RuleSubject::NameOnly,
+            display: ToolDisplay {
+                kind: "generic".to_owned(),
+                summary: "explode".to_owned(),
+                detail: None,
+                diff: None,
+            },
+            description: "explode".to_owned(),
+            stop_batch_after_this: false,
+        }))))
+    }
+}
+
+struct Explosion(ToolPlan);
+
+#[async_trait::async_trait]
+impl Execution for Explosion {
+    fn plan(&self) -> &ToolPlan {
+        &self.0
+    }
+    async fn execute(
+        self: Box<Self>,
+        _ctx: &ToolContext,
+        _cancel: CancellationToken,
+        _progress: ProgressSink,
+    ) -> ToolResult {
+        panic!("tool blew up");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_panicking_tool_fails_its_call_and_the_turn_goes_on() {
+    let dirs = Dirs::new();
+    let mut options = Options::new(ProviderType::OpenAi);
+    options.extensions.tools = vec![Arc::new(Explode)];
+    let script = vec![
+        ScriptTurn::tool_calls(&[("x1", EXPLODE, "{}")]),
+        ScriptTurn::text("It failed."),
+    ];
+    let mut s = Session::start_with(&dirs, options, script).await;
+    let (reason, error) = s.run("explode").await;
+    assert_eq!(reason, TurnEndReason::Completed, "{error:?}");
+    let requests = s.requests();
+    assert_eq!(requests.len(), 2);
+    let results = tool_results(&requests[1].body);
+    assert_eq!(results.len(), 1);
+    assert!(results[0].reads_as_error(), "{:?}", results[0]);
+    assert!(
+        results[0]
+            .text
+            .contains(&format!("Tool \"{EXPLODE}\" failed: tool blew up")),
+        "{:?}",
+        results[0]
+    );
+}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_429_with_retry_after_is_retried_within_the_same_step() {

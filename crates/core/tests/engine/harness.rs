@@ -59,6 +59,8 @@ pub struct Options {
     pub agent: AgentChoice,
     /// When set, the permission chain decides (mode, plan flag, rules) instead of ApproveAll.
     pub permission_chain: Option<kimi_core::permission::PermissionState>,
+    /// Tools added beside the built-ins.
+    pub extensions: kimi_core::session::SessionExtensions,
 }
 
 impl Options {
@@ -77,6 +79,7 @@ impl Options {
             wrap: None,
             agent: AgentChoice::Default,
             permission_chain: None,
+            extensions: Default::default(),
         }
     }
 }
@@ -117,7 +120,7 @@ impl Session {
             additional_dirs: Vec::new(),
             tool_env: std::env::vars().collect(),
             fsync: FsyncPolicy::Never,
-            extensions: Default::default(),
+            extensions: options.extensions,
             agent: options.agent,
             config: Default::default(),
         };

@@ -237,7 +237,7 @@ fn kimi_tuning_comes_from_env() {
 
 #[test]
 fn effective_thinking_follows_forced_requested_default_and_support_list() {
-    let mut model = ResolvedModel::for_test(ProviderType::Kimi, "http://x", "k");
+    let mut model = test_model(ProviderType::Kimi, "http://x", "k");
     assert_eq!(model.effective_thinking(None), None);
     model.default_effort = Some("medium".into());
     assert_eq!(model.effective_thinking(None), Some(ThinkingEffort::Medium));
@@ -263,4 +263,35 @@ fn effective_thinking_follows_forced_requested_default_and_support_list() {
 
     let config = LlmConfig::parse(SAMPLE, Path::new("/h/config.toml")).unwrap();
     assert_eq!(config.thinking_effort(), Some(ThinkingEffort::High));
+}
+
+/// A minimal model for this crate's unit tests (other crates use
+/// `kimi_test_support::test_model`).
+pub(crate) fn test_model(
+    provider_type: ProviderType,
+    base_url: &str,
+    model: &str,
+) -> ResolvedModel {
+    ResolvedModel {
+        alias: model.to_owned(),
+        provider_id: provider_type.as_str().to_owned(),
+        provider_type,
+        model: model.to_owned(),
+        base_url: base_url.to_owned(),
+        api_key: "test-key".to_owned(),
+        key_source: KeySource::Unknown,
+        custom_headers: Vec::new(),
+        max_context_size: 262_144,
+        max_output_size: None,
+        capabilities: Vec::new(),
+        support_efforts: Vec::new(),
+        default_effort: None,
+        forced_effort: None,
+        reasoning_key: None,
+        adaptive_thinking: None,
+        display_name: None,
+        vertex_project: None,
+        vertex_location: None,
+        kimi_tuning: KimiTuning::default(),
+    }
 }

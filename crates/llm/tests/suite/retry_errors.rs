@@ -213,7 +213,7 @@ async fn connection_refused_is_a_retryable_connection_error() {
     let addr = listener.local_addr().unwrap();
     drop(listener);
     let model =
-        kimi_llm::ResolvedModel::for_test(ProviderType::OpenAi, &format!("http://{addr}/v1"), "m");
+        kimi_test_support::test_model(ProviderType::OpenAi, &format!("http://{addr}/v1"), "m");
     let provider = kimi_llm::build_provider(&model).unwrap();
     let err = complete(provider.as_ref(), request()).await.unwrap_err();
     assert!(matches!(err, LlmError::Connection { .. }), "{err}");

@@ -2,7 +2,7 @@
 //! panic any decoder, and every stream ends.
 
 use futures::StreamExt;
-use kimi_llm::{ProviderType, ResolvedModel, decode_sse};
+use kimi_llm::{ProviderType, decode_sse};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 
@@ -35,7 +35,7 @@ async fn random_input_never_panics_and_always_ends() {
         ProviderType::Anthropic,
         ProviderType::GoogleGenAi,
     ] {
-        let model = ResolvedModel::for_test(kind, "http://127.0.0.1:1", "m");
+        let model = kimi_test_support::test_model(kind, "http://127.0.0.1:1", "m");
         for _ in 0..300 {
             let mut body = Vec::new();
             for _ in 0..rng.random_range(0..12) {

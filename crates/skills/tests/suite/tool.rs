@@ -99,7 +99,6 @@ async fn plan_names_the_skill() {
     assert_eq!(plan.accesses, None);
     assert_eq!(plan.approval_rule, "Skill(commit)");
     assert_eq!(plan.subject, RuleSubject::Text("commit".to_owned()));
-    assert!(plan.matches_rule("com*"));
     assert_eq!(plan.description, "Invoke skill commit");
     assert_eq!(plan.display.kind, "skill");
     assert_eq!(plan.display.detail.as_deref(), Some("fix"));

@@ -150,6 +150,12 @@ fn truncate_case(input: &Value) -> Result<Value, String> {
     }))
 }
 
+/// Why a case cannot run here: a `note` case states an ordering rule with nothing to execute.
+pub fn skip(input: &Value) -> Option<String> {
+    (input.get("fn").and_then(Value::as_str) == Some("note"))
+        .then(|| "a stated ordering rule, not an executable case".to_owned())
+}
+
 pub fn run(input: &Value) -> Result<Value, String> {
     match input.get("fn").and_then(Value::as_str) {
         Some("ToolResultBuilder") => builder_case(input),
@@ -175,9 +181,6 @@ pub fn run(input: &Value) -> Result<Value, String> {
             }
             Ok(json!({"kept_chars": acc.n_chars(), "total_chars": acc.total_chars()}))
         }
-        Some("note") => Ok(json!({
-            "rule": "truncateForModel runs after onDidExecuteTool hooks and before tool.result is dispatched/yielded"
-        })),
         other => Err(format!("unknown accumulator fn {other:?}")),
     }
 }

@@ -20,6 +20,18 @@ pub mod wire_restore_replay;
 
 pub type Adapter = fn(&Value) -> Result<Value, String>;
 
+/// Why a case cannot execute in this build (it is then reported as skipped, never passed), or
+/// `None` when its adapter runs it. Looks at the whole case only to decide that.
+pub fn skip_reason(area: &str, case: &Value) -> Option<String> {
+    let input = case.get("input").unwrap_or(&Value::Null);
+    match area {
+        "accumulator" => accumulator::skip(input),
+        "scheduler" => scheduler::skip(case),
+        "tool_result" => tool_result::skip(input),
+        _ => None,
+    }
+}
+
 /// The adapter for an area, or `None` for an area this build does not know.
 pub fn adapter(area: &str) -> Option<Adapter> {
     Some(match area {

@@ -1,16 +1,13 @@
 //! Conformance adapter for the `tool_result` area: model-facing rendering of a tool result, the
 //! executor's output normalisation, and the executor's fixed texts.
 
-use kimi_context::render::{
-    NormalizedOutput, executor_text, normalize_tool_output, normalize_tool_text, render_tool_result,
-};
+use kimi_context::render::{executor_text, render_tool_result};
+use kimi_core::engine::executor::normalize as normalize_result;
 use kimi_protocol::ContentPart;
+use kimi_tools::result::{ToolOutput, ToolResult};
 use serde_json::{Map, Value, json};
 
 use crate::conformance::neutral::parts_to_neutral;
-
-/// The tool name the reference test uses for its coercion cases.
-const CASE_TOOL_NAME: &str = "corrupt";
 
 fn parts_from_value(value: &Value) -> Result<Vec<ContentPart>, String> {
     match value {
@@ -43,51 +40,84 @@ fn render(input: &Value) -> Result<Value, String> {
     Ok(json!({"content": content_to_neutral(&rendered)}))
 }
 
+/// Why a `normalizeToolResult` case cannot run here: the reference coerces whatever a
+/// JavaScript tool returned, but a tool in this build returns a typed `ToolResult`, so a missing
+/// result, a non-object or a malformed `output` field cannot reach the executor.
+pub fn skip(input: &Value) -> Option<String> {
+    if input.get("fn").and_then(Value::as_str) == Some("executorText") {
+        let key = input.get("key").and_then(Value::as_str).unwrap_or_default();
+        if key.starts_with("resolve_execution_threw") {
+            return Some(
+                "resolve cannot throw here: it returns a typed error, which reaches the model as \
+                 it is"
+                    .to_owned(),
+            );
+        }
+        return None;
+    }
+    if input.get("fn").and_then(Value::as_str) != Some("normalizeToolResult") {
+        return None;
+    }
+    let result = input.get("result")?;
+    let Some(obj) = result.as_object() else {
+        return Some(format!(
+            "a tool returning {result} cannot exist: tools return a typed ToolResult"
+        ));
+    };
+    if obj.contains_key("$undefined") || obj.contains_key("$value") {
+        return Some(
+            "a tool returning no value or a non-object cannot exist: tools return a typed \
+             ToolResult"
+                .to_owned(),
+        );
+    }
+    match obj.get("output") {
+        Some(Value::String(_) | Value::Array(_)) => None,
+        other => Some(format!(
+            "a ToolResult with output {} cannot exist: output is typed text or parts",
+            other.map_or_else(|| "missing".to_owned(), Value::to_string)
+        )),
+    }
+}
+
+/// Feeds the whole result to the executor's normalisation and reads every field back.
 fn normalize(input: &Value) -> Result<Value, String> {
     let result = input
         .get("result")
-        .ok_or("normalizeToolResult case has no result")?;
-    let error = |text: String| json!({"output": text, "isError": true});
-    let Some(obj) = result.as_object() else {
-        return Ok(error(executor_text::not_a_result(CASE_TOOL_NAME, "value")));
+        .and_then(Value::as_object)
+        .ok_or("normalizeToolResult case has no result object")?;
+    let output = match result.get("output") {
+        Some(Value::String(text)) => ToolOutput::Text(text.clone()),
+        Some(parts @ Value::Array(_)) => ToolOutput::Parts(parts_from_value(parts)?),
+        other => return Err(format!("output {other:?} is neither text nor parts")),
     };
-    if obj.get("$undefined").and_then(Value::as_bool) == Some(true) {
-        return Ok(error(executor_text::no_result(CASE_TOOL_NAME)));
-    }
-    if let Some(raw) = obj.get("$value") {
-        let kind = match raw {
-            Value::Null => return Ok(error(executor_text::no_result(CASE_TOOL_NAME))),
-            Value::Bool(_) => "boolean",
-            Value::Number(_) => "number",
-            Value::String(_) => "string",
-            Value::Array(_) | Value::Object(_) => "object",
-        };
-        return Ok(error(executor_text::not_a_result(CASE_TOOL_NAME, kind)));
-    }
-    let normalized = match obj.get("output") {
-        Some(Value::String(text)) => normalize_tool_text(text.clone()),
-        Some(parts @ Value::Array(_)) => normalize_tool_output(parts_from_value(parts)?),
-        Some(_) | None => return Ok(error(executor_text::malformed_output(CASE_TOOL_NAME))),
+    let flag = |key: &str| result.get(key).and_then(Value::as_bool).unwrap_or(false);
+    let tool_result = ToolResult {
+        output,
+        is_error: flag("isError"),
+        note: result
+            .get("note")
+            .and_then(Value::as_str)
+            .map(str::to_owned),
+        truncated: flag("truncated"),
+        ..ToolResult::ok("")
     };
+    let normalized = normalize_result(tool_result);
     let mut out = Map::new();
     out.insert(
         "output".into(),
-        match normalized {
-            NormalizedOutput::Text(text) => Value::from(text),
-            NormalizedOutput::Parts(parts) => parts_to_neutral(&parts),
+        match &normalized.output {
+            ToolOutput::Text(text) => Value::from(text.as_str()),
+            ToolOutput::Parts(parts) => parts_to_neutral(parts.as_slice()),
         },
     );
-    if obj.get("isError").and_then(Value::as_bool) == Some(true) {
+    if normalized.is_error {
         out.insert("isError".into(), Value::Bool(true));
     }
-    if obj.get("truncated").and_then(Value::as_bool) == Some(true) {
+    if normalized.truncated {
         out.insert("truncated".into(), Value::Bool(true));
     }
-    if let Some(note) = obj
-        .get("note")
-        .and_then(Value::as_str)
-        .filter(|n| !n.is_empty())
-    {
+    if let Some(note) = normalized.note {
         out.insert("note".into(), Value::from(note));
     }
     Ok(Value::Object(out))
@@ -115,9 +145,6 @@ fn executor(input: &Value) -> Result<Value, String> {
     let name = arg("name").ok_or_else(|| format!("key {key:?} has no name"))?;
     let text = match head {
         "execute_threw" => executor_text::failed(&name, &arg("message").unwrap_or_default()),
-        "resolve_execution_threw" => {
-            executor_text::resolve_failed(&name, &arg("message").unwrap_or_default())
-        }
         "aborted" => {
             executor_text::aborted(&name, arg("reason").as_deref() == Some("user cancellation"))
         }

@@ -1,11 +1,11 @@
-//! A small MCP server over stdio for kimi-mcp's integration tests (not shipped to users).
+//! A small MCP server over stdio for kimi-mcp's and kimi-cli's tests (not shipped to users).
 //!
 //! Flags: `--stderr-noise` writes a few lines to stderr at start-up; `--fail-startup <msg>`
 //! prints `<msg>` to stderr and exits 2 before reading anything; `--hang` reads its input but
 //! never answers (start-up timeouts); `--wait-for <path>` reads nothing until `<path>` exists
 //! (a server that becomes ready when a test says so). Tools: see `proto::tool_list`.
 
-mod proto;
+use kimi_test_support::mcp_fixture::proto;
 
 use std::io::{BufRead, Write};
 use std::sync::{Arc, Mutex};

@@ -6,7 +6,7 @@
 use std::process::{Command, ExitCode};
 use std::time::Instant;
 
-use kimi_store::crash_harness::{Figures, run_trial, writer_main};
+use kimi_test_support::crash_harness::{Figures, run_trial, writer_main};
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().collect();

@@ -1,7 +1,8 @@
 //! Crash-safety harness: a writer process appends realistic records and acknowledges each durable
 //! batch on stdout; the driver kills it with SIGKILL at a random moment, reopens the journal and
 //! checks that nothing acknowledged was lost. Used by `tests/crash_safety.rs` and by the soak mode
-//! of the `kimi-store-crash` binary. Public only so those two can share it.
+//! of the `kimi-store-crash` binary (`cargo run --release -p kimi-test-support --bin
+//! kimi-store-crash -- soak 1000`).
 
 use std::io::{BufRead, BufReader, Write};
 use std::path::Path;
@@ -13,7 +14,7 @@ use kimi_protocol::record::{AppendLoopEvent, AppendMessage};
 use kimi_protocol::{ContentPart, LoopEvent, Message, Record, RecordPayload};
 use serde_json::{Value, json};
 
-use crate::journal::{FsyncPolicy, Journal, JournalOptions, Repair};
+use kimi_store::journal::{FsyncPolicy, Journal, JournalOptions, Repair};
 
 /// xorshift64*: deterministic, dependency-free randomness for record contents and kill moments.
 #[derive(Debug, Clone)]

@@ -1,14 +1,14 @@
 //! Crash safety: a real writer process is killed with SIGKILL at random moments while appending
 //! multi-KB unicode records; every acknowledged record must be on disk after reopening, the file
 //! must parse completely, torn bytes must sit in the side file, and appending must work again.
-//! (`cargo run -p kimi-store --bin kimi-store-crash -- soak 5000` runs more trials.)
+//! (`cargo run --release -p kimi-test-support --bin kimi-store-crash -- soak 5000` runs more trials.)
 
 // Test helpers outside `#[test]` functions unwrap too.
 #![allow(clippy::unwrap_used)]
 
 use std::process::Command;
 
-use kimi_store::crash_harness::{Figures, run_trial};
+use kimi_test_support::crash_harness::{Figures, run_trial};
 
 const TRIALS: u64 = 200;
 
