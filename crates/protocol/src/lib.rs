@@ -10,6 +10,7 @@ pub mod loop_event;
 pub mod message;
 pub mod ops;
 pub mod origin;
+mod own_record;
 pub mod record;
 mod record_line;
 

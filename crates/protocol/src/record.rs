@@ -13,7 +13,12 @@ use serde_json::{Map, Value};
 
 use crate::loop_event::LoopEvent;
 use crate::message::{ContentPart, Message, deserialize_content};
+use crate::ops::TurnEndReason;
 use crate::origin::Origin;
+pub use crate::own_record::{
+    CronAdd, CronCursor, CronDelete, CronJob, PlanModeRecord, ProfileBind, PromptQueued, TodoItem,
+    TodoSet, TodoStatus,
+};
 
 /// The wire protocol version this build writes (`WIRE_PROTOCOL_VERSION`).
 pub const WIRE_PROTOCOL_VERSION: &str = "1.5";
@@ -357,8 +362,7 @@ pub struct TurnEnded {
     pub agent_id: Option<String>,
     #[serde(deserialize_with = "lenient_u64_required")]
     pub turn_id: u64,
-    /// `completed` | `cancelled` | `failed` | `blocked`.
-    pub reason: String,
+    pub reason: TurnEndReason,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<Value>,
     #[serde(
@@ -382,6 +386,39 @@ pub struct FullCompactionBegin {
     pub source: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub instruction: Option<String>,
+}
+
+impl TurnEndReason {
+    /// The wire spelling (`completed`, `cancelled`, `failed`, `blocked`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            TurnEndReason::Completed => "completed",
+            TurnEndReason::Cancelled => "cancelled",
+            TurnEndReason::Failed => "failed",
+            TurnEndReason::Blocked => "blocked",
+        }
+    }
+}
+
+/// Which of the `prompt.*` lifecycle records a [`PromptRecord`] is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum PromptKind {
+    Accepted,
+    Completed,
+    Aborted,
+    Steered,
+}
+
+impl PromptKind {
+    /// The record of this kind carrying `record`.
+    pub fn payload(self, record: PromptRecord) -> RecordPayload {
+        match self {
+            PromptKind::Accepted => RecordPayload::PromptAccepted(record),
+            PromptKind::Completed => RecordPayload::PromptCompleted(record),
+            PromptKind::Aborted => RecordPayload::PromptAborted(record),
+            PromptKind::Steered => RecordPayload::PromptSteered(record),
+        }
+    }
 }
 
 /// `prompt.accepted|completed|aborted|steered`. Fields beyond the prompt id vary between
@@ -569,6 +606,21 @@ pub enum RecordPayload {
     TaskTerminated(TaskRecord),
     #[serde(rename = "forked")]
     Forked(AgentOnly),
+    // kimi-rs's own records (`own_record.rs`): no `agentId`, one journal per agent.
+    #[serde(rename = "plan.mode")]
+    PlanMode(PlanModeRecord),
+    #[serde(rename = "prompt.queued")]
+    PromptQueued(PromptQueued),
+    #[serde(rename = "profile.bind")]
+    ProfileBind(ProfileBind),
+    #[serde(rename = "cron.add")]
+    CronAdd(CronAdd),
+    #[serde(rename = "cron.delete")]
+    CronDelete(CronDelete),
+    #[serde(rename = "cron.cursor")]
+    CronCursor(CronCursor),
+    #[serde(rename = "todo.set")]
+    TodoSet(TodoSet),
     /// Any record this version does not type, kept verbatim (including its `type`, without `time`).
     #[serde(skip)]
     Other(Map<String, Value>),
@@ -612,6 +664,13 @@ pub(crate) const TYPED: &[&str] = &[
     "task.started",
     "task.terminated",
     "forked",
+    "plan.mode",
+    "prompt.queued",
+    "profile.bind",
+    "cron.add",
+    "cron.delete",
+    "cron.cursor",
+    "todo.set",
 ];
 
 impl RecordPayload {
@@ -636,7 +695,16 @@ impl RecordPayload {
 
     fn agent_id_slot(&self) -> Option<&Option<String>> {
         Some(match self {
-            RecordPayload::Metadata(_) | RecordPayload::Other(_) => return None,
+            RecordPayload::Metadata(_)
+            | RecordPayload::Other(_)
+            | RecordPayload::PlanMode(_)
+            | RecordPayload::PromptQueued(_)
+            | RecordPayload::ProfileBind(_)
+            | RecordPayload::CronAdd(_)
+            | RecordPayload::CronDelete(_)
+            | RecordPayload::CronCursor(_)
+            | RecordPayload::TodoSet(_)
+            => return None,
             RecordPayload::AppendMessage(r) => &r.agent_id,
             RecordPayload::AppendLoopEvent(r) => &r.agent_id,
             RecordPayload::ApplyCompaction(r) => &r.agent_id,
@@ -671,7 +739,16 @@ impl RecordPayload {
 
     fn agent_id_slot_mut(&mut self) -> Option<&mut Option<String>> {
         Some(match self {
-            RecordPayload::Metadata(_) | RecordPayload::Other(_) => return None,
+            RecordPayload::Metadata(_)
+            | RecordPayload::Other(_)
+            | RecordPayload::PlanMode(_)
+            | RecordPayload::PromptQueued(_)
+            | RecordPayload::ProfileBind(_)
+            | RecordPayload::CronAdd(_)
+            | RecordPayload::CronDelete(_)
+            | RecordPayload::CronCursor(_)
+            | RecordPayload::TodoSet(_)
+            => return None,
             RecordPayload::AppendMessage(r) => &mut r.agent_id,
             RecordPayload::AppendLoopEvent(r) => &mut r.agent_id,
             RecordPayload::ApplyCompaction(r) => &mut r.agent_id,
@@ -750,6 +827,13 @@ impl Record {
             RecordPayload::TaskStarted(_) => "task.started",
             RecordPayload::TaskTerminated(_) => "task.terminated",
             RecordPayload::Forked(_) => "forked",
+            RecordPayload::PlanMode(_) => "plan.mode",
+            RecordPayload::PromptQueued(_) => "prompt.queued",
+            RecordPayload::ProfileBind(_) => "profile.bind",
+            RecordPayload::CronAdd(_) => "cron.add",
+            RecordPayload::CronDelete(_) => "cron.delete",
+            RecordPayload::CronCursor(_) => "cron.cursor",
+            RecordPayload::TodoSet(_) => "todo.set",
         }
     }
 
@@ -855,6 +939,13 @@ fn decode_payload(
         "task.started" => direct!(TaskStarted),
         "task.terminated" => direct!(TaskTerminated),
         "forked" => direct!(Forked),
+        "plan.mode" => direct!(PlanMode),
+        "prompt.queued" => direct!(PromptQueued),
+        "profile.bind" => direct!(ProfileBind),
+        "cron.add" => direct!(CronAdd),
+        "cron.delete" => direct!(CronDelete),
+        "cron.cursor" => direct!(CronCursor),
+        "todo.set" => direct!(TodoSet),
         _ => serde_json::from_value(Value::Object(map)),
     }
 }
