@@ -24,3 +24,7 @@ mod subagents;
 mod swarm;
 #[path = "engine/tasks.rs"]
 mod tasks;
+#[path = "engine/todos.rs"]
+mod todos;
+#[path = "engine/own_records.rs"]
+mod own_records;
