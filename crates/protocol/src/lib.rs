@@ -11,6 +11,7 @@ pub mod message;
 pub mod ops;
 pub mod origin;
 mod own_record;
+pub mod question;
 pub mod record;
 mod record_line;
 

@@ -273,7 +273,7 @@ fn approve(rt: &Runtime, request_id: &str, decision: ApprovalDecision) {
     let _ = tx.send(answer);
 }
 
-fn answer(rt: &Runtime, request_id: &str, answers: &serde_json::Value) {
+fn answer(rt: &Runtime, request_id: &str, answers: &kimi_protocol::question::Answers) {
     let result = match QuestionBroker::of(&rt.config.tool_ctx) {
         Some(questions) => questions.answer(request_id, answers),
         None => Err(AnswerRejected::NotPending(request_id.to_owned())),

@@ -14,7 +14,7 @@ use kimi_tools::ToolContext;
 use kimi_tools::builtin::ask::{
     AnswerError, Question, QuestionHost, QuestionOutcome, parse_answers,
 };
-use serde_json::json;
+use kimi_protocol::question::{Answers, QuestionSet};
 use tokio::sync::{mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
 
@@ -72,12 +72,13 @@ impl QuestionBroker {
         self.pending_map().keys().cloned().collect()
     }
 
-    /// Deliver the user's answer (see `kimi_tools::builtin::ask::parse_answers` for its
-    /// shape). An unreadable answer leaves the question waiting.
+    /// Deliver the user's answer (matched to the questions by
+    /// `kimi_tools::builtin::ask::parse_answers`). An answer that fits no question leaves the
+    /// question waiting.
     pub fn answer(
         &self,
         request_id: &str,
-        answers: &serde_json::Value,
+        answers: &Answers,
     ) -> Result<(), AnswerRejected> {
         let mut pending = self.pending_map();
         let Some(waiting) = pending.get(request_id) else {
@@ -118,7 +119,9 @@ impl QuestionHost for QuestionBroker {
             let mut pending = self.pending_map();
             let event = Event::QuestionRequested {
                 request_id: request_id.clone(),
-                questions: json!({ "questions": questions }),
+                questions: QuestionSet {
+                    questions: questions.clone(),
+                },
             };
             // Nobody reads the agent's events any more: no front end can answer.
             if self.events.send(event).is_err() {
