@@ -16,6 +16,8 @@ mod errors;
 mod host;
 #[path = "engine/interrupts.rs"]
 mod interrupts;
+#[path = "engine/own_records.rs"]
+mod own_records;
 #[path = "engine/questions.rs"]
 mod questions;
 #[path = "engine/subagents.rs"]
@@ -26,5 +28,3 @@ mod swarm;
 mod tasks;
 #[path = "engine/todos.rs"]
 mod todos;
-#[path = "engine/own_records.rs"]
-mod own_records;

@@ -14,6 +14,7 @@ mod own_record;
 pub mod question;
 pub mod record;
 mod record_line;
+mod ref_record;
 
 pub use loop_event::{LoopEvent, ToolResultPayload};
 pub use message::{ContentPart, MediaUrl, Message, Role, ToolCall, ToolSchema};

@@ -273,7 +273,8 @@ mod tests {
         );
         assert_eq!(given["q3"], QuestionAnswer::Skipped);
         assert_eq!(given["q4"], QuestionAnswer::Skipped);
-        let back: Answers = serde_json::from_value(serde_json::to_value(&answers).unwrap()).unwrap();
+        let back: Answers =
+            serde_json::from_value(serde_json::to_value(&answers).unwrap()).unwrap();
         assert_eq!(back, answers);
         // A bare map and a dismissal.
         let bare = Answers::from_json(&json!({"Which database?": "SQLite"})).unwrap();
@@ -293,8 +294,14 @@ mod tests {
         for (payload, wanted) in [
             (json!("yes"), "must be a JSON object"),
             (json!({"answers": [1]}), "must map question texts"),
-            (json!({"answers": {"Why?": 5}}), "cannot read the answer to \"Why?\""),
-            (json!({"answers": {"Why?": {"kind": "maybe"}}}), "unknown answer kind"),
+            (
+                json!({"answers": {"Why?": 5}}),
+                "cannot read the answer to \"Why?\"",
+            ),
+            (
+                json!({"answers": {"Why?": {"kind": "maybe"}}}),
+                "unknown answer kind",
+            ),
         ] {
             let err = Answers::from_json(&payload).unwrap_err();
             assert!(err.to_string().contains(wanted), "{err}");

@@ -292,7 +292,10 @@ fn prompt_kinds_pick_their_record() {
         (PromptKind::Aborted, "prompt.aborted"),
         (PromptKind::Steered, "prompt.steered"),
     ] {
-        assert_eq!(Record::new(kind.payload(record.clone()), 1).type_name(), name);
+        assert_eq!(
+            Record::new(kind.payload(record.clone()), 1).type_name(),
+            name
+        );
     }
-    assert_eq!(TurnEndReason::Blocked.as_str(), "blocked");
+    assert_eq!(crate::ops::TurnEndReason::Blocked.as_str(), "blocked");
 }

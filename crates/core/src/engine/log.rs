@@ -103,10 +103,14 @@ impl AgentLog {
         let clock = TurnClock::fold(input.all.iter().map(|r| &r.record.payload));
         let queued_prompts = pending_queue(input.all.iter().map(|r| &r.record.payload));
         let binds = || {
-            input.all.iter().rev().filter_map(|r| match &r.record.payload {
-                RecordPayload::ProfileBind(bind) => Some(bind),
-                _ => None,
-            })
+            input
+                .all
+                .iter()
+                .rev()
+                .filter_map(|r| match &r.record.payload {
+                    RecordPayload::ProfileBind(bind) => Some(bind),
+                    _ => None,
+                })
         };
         let system_prompt = binds().find_map(|b| b.system_prompt.clone());
         let profile = binds().find_map(|b| {

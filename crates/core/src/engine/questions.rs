@@ -10,11 +10,11 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use async_trait::async_trait;
 use kimi_protocol::ops::Event;
+use kimi_protocol::question::{Answers, QuestionSet};
 use kimi_tools::ToolContext;
 use kimi_tools::builtin::ask::{
     AnswerError, Question, QuestionHost, QuestionOutcome, parse_answers,
 };
-use kimi_protocol::question::{Answers, QuestionSet};
 use tokio::sync::{mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
 
@@ -75,11 +75,7 @@ impl QuestionBroker {
     /// Deliver the user's answer (matched to the questions by
     /// `kimi_tools::builtin::ask::parse_answers`). An answer that fits no question leaves the
     /// question waiting.
-    pub fn answer(
-        &self,
-        request_id: &str,
-        answers: &Answers,
-    ) -> Result<(), AnswerRejected> {
+    pub fn answer(&self, request_id: &str, answers: &Answers) -> Result<(), AnswerRejected> {
         let mut pending = self.pending_map();
         let Some(waiting) = pending.get(request_id) else {
             return Err(AnswerRejected::NotPending(request_id.to_owned()));

@@ -298,7 +298,11 @@ pub async fn run_turn(rt: &Arc<Runtime>, prompt: Pending, cancel: CancellationTo
     };
     rt.commit(vec![
         rec::turn_ended(turn_id, reason, error.as_deref(), duration),
-        rec::prompt(PromptKind::Completed, &prompt.prompt_id, Some(prompt_reason)),
+        rec::prompt(
+            PromptKind::Completed,
+            &prompt.prompt_id,
+            Some(prompt_reason),
+        ),
     ]);
     set_phase(rt, phase);
     {

@@ -302,7 +302,10 @@ mod tests {
         assert_eq!(plan.set_enabled(true), None);
         assert!(matches!(
             plan.set_enabled(false),
-            Some(RecordPayload::PlanMode(PlanModeRecord { active: false, .. }))
+            Some(RecordPayload::PlanMode(PlanModeRecord {
+                active: false,
+                ..
+            }))
         ));
         assert_eq!(plan.exit(), None);
     }

@@ -156,7 +156,11 @@ async fn a_scheduled_job_fires_as_a_turn_survives_resume_and_is_deleted() {
     );
     assert!(cron.is_empty());
     clock.advance(Duration::from_secs(3600));
-    assert_eq!(cron.tick(s.opened.agent.handle.runtime()), 0, "a deleted job never fires");
+    assert_eq!(
+        cron.tick(s.opened.agent.handle.runtime()),
+        0,
+        "a deleted job never fires"
+    );
     s.close().await;
     drop(s);
 

@@ -59,10 +59,7 @@ async fn plan_mode_and_cron_changes_are_journaled_with_their_tool_results() {
     s.send(Op::SetPlanMode { enabled: false });
     s.barrier().await;
     let journal = s.journal();
-    let last_plan = journal
-        .iter()
-        .rfind(|r| r["type"] == "plan.mode")
-        .unwrap();
+    let last_plan = journal.iter().rfind(|r| r["type"] == "plan.mode").unwrap();
     assert_eq!(last_plan["active"], false);
     let job_id = journal.iter().find(|r| r["type"] == "cron.add").unwrap()["task"]["id"]
         .as_str()
@@ -113,15 +110,17 @@ async fn a_subagents_approval_reaches_the_callers_front_end_and_its_answer_comes
     )
     .await;
     s.submit("Write the notes through a subagent.");
-    let request = match s
+    let Event::ApprovalRequested(request) = s
         .wait_for(|e| matches!(e, Event::ApprovalRequested(_)))
         .await
-    {
-        Event::ApprovalRequested(request) => request,
-        _ => unreachable!(),
+    else {
+        unreachable!()
     };
     assert_eq!(request.tool_name, "Write");
-    assert!(!dirs.file("notes.txt").exists(), "nothing ran before the answer");
+    assert!(
+        !dirs.file("notes.txt").exists(),
+        "nothing ran before the answer"
+    );
     s.send(Op::Approve {
         request_id: request.request_id.clone(),
         decision: ApprovalDecision::ApproveOnce,

@@ -91,10 +91,7 @@ async fn todos_survive_resume_reach_the_compaction_footer_and_are_rolled_back_by
     // One `todo.set` per write, each just before its call's result.
     let journal = s.journal();
     let kinds: Vec<String> = journal.iter().map(record_kind).collect();
-    let sets: Vec<&Value> = journal
-        .iter()
-        .filter(|r| r["type"] == "todo.set")
-        .collect();
+    let sets: Vec<&Value> = journal.iter().filter(|r| r["type"] == "todo.set").collect();
     assert_eq!(sets.len(), 2, "{kinds:?}");
     assert_eq!(
         sets[0]["todos"],

@@ -11,8 +11,8 @@ pub use builder::{BuilderError, ToolResultBuilder};
 pub use truncate::{MODEL_BUDGET_CHARS, SpillOutcome, truncate_for_model};
 pub use utf16::{utf16_len, utf16_prefix, utf16_suffix};
 
-use kimi_protocol::{ContentPart, RecordPayload};
 pub use kimi_protocol::loop_event::ToolOutput;
+use kimi_protocol::{ContentPart, RecordPayload};
 
 /// What a tool returns for one call.
 #[derive(Debug, Clone, PartialEq)]

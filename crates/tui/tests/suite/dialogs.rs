@@ -114,7 +114,10 @@ fn ask_user_question_dialog_answers() {
         h.actions(),
         vec![UiAction::Op(Op::Answer {
             request_id: "q1".into(),
-            answers: kimi_protocol::question::Answers::from_json(&json!({"answers": {"Which database?": "Postgres"}})).unwrap()
+            answers: kimi_protocol::question::Answers::from_json(
+                &json!({"answers": {"Which database?": "Postgres"}})
+            )
+            .unwrap()
         })]
     );
 }
