@@ -11,8 +11,10 @@ use agent_client_protocol::v1::schema::{
     RequestPermissionRequest, TextContent, ToolCallContent, ToolCallUpdate, ToolCallUpdateFields,
 };
 use kimi_core::engine::agent::AgentHandle;
+use std::collections::BTreeMap;
+
 use kimi_protocol::ops::Op;
-use serde_json::{Map, Value, json};
+use kimi_protocol::question::{Answers, QuestionAnswer, QuestionSet};
 
 /// One question as the engine announced it.
 struct Asked {
@@ -21,29 +23,14 @@ struct Asked {
     descriptions: Vec<String>,
 }
 
-fn read(questions: &Value) -> Vec<Asked> {
+fn read(questions: &QuestionSet) -> Vec<Asked> {
     questions
-        .get("questions")
-        .and_then(Value::as_array)
-        .into_iter()
-        .flatten()
-        .filter_map(|q| {
-            let text = q.get("question")?.as_str()?.to_owned();
-            let options = q.get("options")?.as_array()?;
-            let label = |o: &Value| o.get("label").and_then(Value::as_str).map(str::to_owned);
-            Some(Asked {
-                text,
-                labels: options.iter().filter_map(label).collect(),
-                descriptions: options
-                    .iter()
-                    .map(|o| {
-                        o.get("description")
-                            .and_then(Value::as_str)
-                            .unwrap_or_default()
-                            .to_owned()
-                    })
-                    .collect(),
-            })
+        .questions
+        .iter()
+        .map(|q| Asked {
+            text: q.question.clone(),
+            labels: q.options.iter().map(|o| o.label.clone()).collect(),
+            descriptions: q.options.iter().map(|o| o.description.clone()).collect(),
         })
         .collect()
 }
@@ -85,9 +72,9 @@ pub async fn ask(
     handle: AgentHandle,
     tool_call_id: String,
     request_id: String,
-    questions: Value,
+    questions: QuestionSet,
 ) {
-    let mut answers = Map::new();
+    let mut answers = BTreeMap::new();
     for (i, q) in read(&questions).iter().enumerate() {
         let mut fields = ToolCallUpdateFields::new().title(q.text.clone());
         let described: Vec<String> = q
@@ -125,14 +112,14 @@ pub async fn ask(
         answers.insert(
             q.text.clone(),
             match picked {
-                Some(label) => Value::String(label),
-                None => json!({"kind": "skipped"}),
+                Some(label) => QuestionAnswer::Label(label),
+                None => QuestionAnswer::Skipped,
             },
         );
     }
     handle.send(Op::Answer {
         request_id,
-        answers: json!({ "answers": answers }),
+        answers: Answers::Given(answers),
     });
 }
 

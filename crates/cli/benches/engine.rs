@@ -21,6 +21,7 @@ use kimi_llm::scripted::ScriptTurn;
 use kimi_llm::{ChatRequest, DeltaStream, LlmError, ModelParams, Provider, ProviderType};
 use kimi_protocol::loop_event::ToolOutput;
 use kimi_protocol::ops::{Event, Op, TurnEndReason};
+use kimi_protocol::record::PromptKind;
 use kimi_protocol::{ContentPart, Message, Origin, Role, ToolCall};
 use kimi_store::{FsyncPolicy, JournalOptions, MAIN_AGENT};
 use kimi_test_support::ScriptServer;
@@ -370,8 +371,12 @@ async fn resume_bench() {
                 ContentPart::text(format!("answer {turn}")),
             ));
             batch.push(rec::step_end(&uuid, "end_turn", None));
-            batch.push(rec::turn_ended(turn, "completed", None, 10));
-            batch.push(rec::prompt("completed", &prompt_id, Some("completed")));
+            batch.push(rec::turn_ended(turn, TurnEndReason::Completed, None, 10));
+            batch.push(rec::prompt(
+                PromptKind::Completed,
+                &prompt_id,
+                Some(TurnEndReason::Completed),
+            ));
             written += batch.len();
             log.commit(batch).unwrap();
             turn += 1;

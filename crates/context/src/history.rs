@@ -268,7 +268,15 @@ impl History {
             | RecordPayload::InteractionResolved(_)
             | RecordPayload::TaskStarted(_)
             | RecordPayload::TaskTerminated(_)
-            | RecordPayload::Forked(_) => return RecordOutcome::Ignored,
+            | RecordPayload::Forked(_)
+            // Ours: plan mode, queue, profile, cron and todos are folded by the engine.
+            | RecordPayload::PlanMode(_)
+            | RecordPayload::PromptQueued(_)
+            | RecordPayload::ProfileBind(_)
+            | RecordPayload::CronAdd(_)
+            | RecordPayload::CronDelete(_)
+            | RecordPayload::CronCursor(_)
+            | RecordPayload::TodoSet(_) => return RecordOutcome::Ignored,
         };
         if let Some(owner) = foreign {
             return RecordOutcome::Skipped(SkipReason::OtherAgent(owner));

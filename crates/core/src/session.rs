@@ -12,13 +12,13 @@ use kimi_tools::ToolContext;
 
 use crate::cron::tools::{CronCreateTool, CronDeleteTool, CronListTool};
 use crate::cron::{CronOptions, CronService};
-use crate::engine::agent::{SpawnedAgent, spawn_agent};
+use crate::engine::agent::{SpawnedAgent, spawn_linked};
 use crate::engine::hooks::EngineHooks;
 use crate::engine::log::BoundProfile;
 use crate::engine::log::{AgentLog, Restored};
 use crate::engine::permissions::ChainPolicy;
 use crate::engine::records::profile_bind;
-use crate::engine::runtime::{AgentConfig, PermissionPolicy};
+use crate::engine::runtime::{AgentConfig, FrontLink, PermissionPolicy};
 use crate::hooks::{CommonPayload, HookEventData, HookRunner, load_hooks};
 use crate::permission::{PermissionState, SessionApprovals, Workspace};
 use crate::plan::PlanMode;
@@ -347,6 +347,8 @@ pub fn open_session(setup: SessionSetup) -> Result<OpenedSession, SessionError> 
         .parent()
         .map_or_else(|| session.dir.clone(), Path::to_path_buf);
     let mut ctx = ToolContext::new(&setup.cwd, &agent_dir);
+    // The todo list the active branch last journaled (empty for a new session).
+    ctx.todos.set(restored.todos.clone());
     ctx.additional_dirs = setup.additional_dirs.clone();
     ctx.env = setup.tool_env.clone();
     ctx.skill_roots = setup.extensions.skill_roots.clone();
@@ -397,6 +399,9 @@ pub fn open_session(setup: SessionSetup) -> Result<OpenedSession, SessionError> 
     for factory in &setup.extensions.session_tools {
         extension_tools.extend(factory(&session.state.id));
     }
+    // The main agent's link to its front ends, made first: the subagent host and the question
+    // broker hold it from construction.
+    let (link, events) = FrontLink::new();
     let subagents = SubagentHost::new(HostParts {
         session: session.clone(),
         prompt_env,
@@ -415,9 +420,12 @@ pub fn open_session(setup: SessionSetup) -> Result<OpenedSession, SessionError> 
         catalog,
         caller: profile.clone(),
         fsync: setup.fsync,
+        parent: link.clone(),
     });
     // After the subagent host copied the context: subagents cannot reach the user.
-    ctx.questions = Some(crate::engine::questions::QuestionBroker::host());
+    ctx.questions = Some(crate::engine::questions::QuestionBroker::host(
+        link.events(),
+    ));
     let config = AgentConfig {
         session_id: session.state.id.clone(),
         system_prompt: system_prompt.clone(),
@@ -447,12 +455,9 @@ pub fn open_session(setup: SessionSetup) -> Result<OpenedSession, SessionError> 
     };
     let queued = restored.queued_prompts.clone();
     let bind = restored.system_prompt.is_none();
-    let agent = spawn_agent(config, log, queued);
-    subagents.attach(agent.handle.runtime());
-    plan.attach(agent.handle.runtime());
+    let agent = spawn_linked(config, log, queued, link, events);
     if let Some(cron) = &cron {
-        cron.attach(agent.handle.runtime());
-        cron.spawn_poll();
+        cron.spawn_poll(agent.handle.runtime());
     }
     if bind {
         agent.handle.runtime().commit(vec![profile_bind(
@@ -461,8 +466,11 @@ pub fn open_session(setup: SessionSetup) -> Result<OpenedSession, SessionError> 
             &system_prompt,
         )]);
     }
-    if start_in_plan && !plan.is_active() {
-        plan.enter(false);
+    if start_in_plan
+        && !plan.is_active()
+        && let (_, Some(record)) = plan.enter(false)
+    {
+        agent.handle.runtime().commit(vec![record]);
     }
     if let Some(hooks) = hooks {
         hooks.fire_and_forget(HookEventData::SessionStart {

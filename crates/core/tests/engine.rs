@@ -16,6 +16,8 @@ mod errors;
 mod host;
 #[path = "engine/interrupts.rs"]
 mod interrupts;
+#[path = "engine/own_records.rs"]
+mod own_records;
 #[path = "engine/questions.rs"]
 mod questions;
 #[path = "engine/subagents.rs"]
@@ -24,3 +26,5 @@ mod subagents;
 mod swarm;
 #[path = "engine/tasks.rs"]
 mod tasks;
+#[path = "engine/todos.rs"]
+mod todos;

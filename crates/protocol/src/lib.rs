@@ -10,8 +10,11 @@ pub mod loop_event;
 pub mod message;
 pub mod ops;
 pub mod origin;
+mod own_record;
+pub mod question;
 pub mod record;
 mod record_line;
+mod ref_record;
 
 pub use loop_event::{LoopEvent, ToolResultPayload};
 pub use message::{ContentPart, MediaUrl, Message, Role, ToolCall, ToolSchema};

@@ -3,11 +3,11 @@
 //! over these types and never reach into engine internals.
 
 use serde::{Deserialize, Serialize};
-use serde_json::Value;
 
 use crate::host::{McpStatus, SessionSummary, TaskSummary};
 use crate::message::{ContentPart, Message, ToolCall};
 use crate::origin::Origin;
+use crate::question::{Answers, QuestionSet};
 
 /// Permission modes (surface.md §3.1); plan mode is a separate, orthogonal guard.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -65,14 +65,11 @@ pub enum Op {
         request_id: String,
         decision: ApprovalDecision,
     },
-    /// The user's answer to `Event::QuestionRequested` (read by
-    /// `kimi_tools::builtin::ask::parse_answers`): `{"answers": {"<question text or q<i>>":
-    /// "<label>" | ["<label>", ...] | {"kind": "single"|"multi"|"other"|"multi_with_other"|
-    /// "skipped", ...}}}`; a string matching no label is free "Other" text. `{"dismissed": true}`
-    /// (or no answers at all) dismisses the questions.
+    /// The user's answer to `Event::QuestionRequested` (see [`Answers`] for its JSON shapes);
+    /// [`Answers::Dismissed`] (or no answers at all) dismisses the questions.
     Answer {
         request_id: String,
-        answers: Value,
+        answers: Answers,
     },
     Undo {
         count: u32,
@@ -281,7 +278,7 @@ pub enum Event {
     #[serde(rename = "question.requested")]
     QuestionRequested {
         request_id: String,
-        questions: Value,
+        questions: QuestionSet,
     },
     #[serde(rename = "compaction.started")]
     CompactionStarted { manual: bool },

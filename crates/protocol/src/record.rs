@@ -1,7 +1,8 @@
 //! Durable journal records of `wire.jsonl` (core.md §g.2–§g.3 plus the 2.1 additions): one JSON
 //! object per line, `{"type": <name>, ...camelCase fields, "time": <epoch ms>}` with `time` last.
 //!
-//! Only the records the engine folds are typed. Every other record (and every record written by a
+//! Only the records the engine folds are typed: the reference's (payloads in `ref_record.rs`)
+//! and kimi-rs's own (`own_record.rs`). Every other record (and every record written by a
 //! newer version) is kept verbatim as [`RecordPayload::Other`] so that reading and re-writing a
 //! journal never loses a line. Parsing never panics: a typed record whose fields do not fit its
 //! schema yields a [`RecordError`], which the reader reports and skips.
@@ -11,15 +12,14 @@ use serde::ser::Serializer;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
-use crate::loop_event::LoopEvent;
-use crate::message::{ContentPart, Message, deserialize_content};
-use crate::origin::Origin;
+pub use crate::own_record::{
+    CronAdd, CronCursor, CronDelete, CronJob, PlanModeRecord, ProfileBind, PromptQueued, TodoItem,
+    TodoSet, TodoStatus,
+};
+pub use crate::ref_record::*;
 
 /// The wire protocol version this build writes (`WIRE_PROTOCOL_VERSION`).
 pub const WIRE_PROTOCOL_VERSION: &str = "1.5";
-
-/// Epoch milliseconds. JavaScript writers may produce floats; they are read and truncated.
-pub type EpochMs = u64;
 
 /// Why a JSON value could not be read as a [`Record`].
 #[derive(Debug, Clone, PartialEq)]
@@ -51,456 +51,12 @@ impl std::fmt::Display for RecordError {
 
 impl std::error::Error for RecordError {}
 
-fn lenient_u64<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Option<u64>, D::Error> {
-    use serde::de::Error;
-    Ok(match Option::<Value>::deserialize(deserializer)? {
-        None | Some(Value::Null) => None,
-        Some(Value::Number(n)) => match (n.as_u64(), n.as_f64()) {
-            (Some(u), _) => Some(u),
-            (None, Some(f)) if f >= 0.0 && f.is_finite() => Some(f as u64),
-            _ => {
-                return Err(D::Error::custom(format!(
-                    "{n} is not a non-negative number"
-                )));
-            }
-        },
-        // Loop events write turn ids as strings; other records as numbers.
-        Some(Value::String(s)) => Some(
-            s.parse::<u64>()
-                .map_err(|_| D::Error::custom(format!("{s:?} is not a number")))?,
-        ),
-        Some(other) => return Err(D::Error::custom(format!("{other} is not a number"))),
-    })
-}
-
-fn lenient_u64_required<'de, D: Deserializer<'de>>(deserializer: D) -> Result<u64, D::Error> {
-    use serde::de::Error;
-    lenient_u64(deserializer)?.ok_or_else(|| D::Error::custom("missing number"))
-}
-
 /// A record line: its payload and its `time`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Record {
     pub payload: RecordPayload,
     /// Absent only on the metadata line and in hand-written inputs.
     pub time: Option<EpochMs>,
-}
-
-/// `{"type":"metadata","protocol_version":"1.5","created_at":<ms>}`: the first line of a journal.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Metadata {
-    pub protocol_version: String,
-    #[serde(deserialize_with = "lenient_u64_required")]
-    pub created_at: EpochMs,
-}
-
-impl Metadata {
-    pub fn current(created_at: EpochMs) -> Self {
-        Metadata {
-            protocol_version: WIRE_PROTOCOL_VERSION.to_owned(),
-            created_at,
-        }
-    }
-}
-
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct AgentOnly {
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub agent_id: Option<String>,
-}
-
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct AppendMessage {
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub agent_id: Option<String>,
-    pub message: Message,
-}
-
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct AppendLoopEvent {
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub agent_id: Option<String>,
-    pub event: LoopEvent,
-}
-
-/// The `summary` field of a compaction: a string, or (legacy shape) a whole message.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(untagged)]
-pub enum CompactionSummary {
-    Text(String),
-    Message(Box<Message>),
-}
-
-/// `context.apply_compaction` in any of its three accepted shapes (core.md §g.3):
-/// `{summary: string, compactedCount}`, `{contextSummary: string, compactedCount, summary?}` and
-/// the legacy `{summary: <message>, count, compactedCount?}`.
-#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct ApplyCompaction {
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub agent_id: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub summary: Option<CompactionSummary>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub context_summary: Option<String>,
-    #[serde(
-        default,
-        deserialize_with = "lenient_u64",
-        skip_serializing_if = "Option::is_none"
-    )]
-    pub compacted_count: Option<u64>,
-    /// Legacy shape's count of compacted messages.
-    #[serde(
-        default,
-        deserialize_with = "lenient_u64",
-        skip_serializing_if = "Option::is_none"
-    )]
-    pub count: Option<u64>,
-    #[serde(
-        default,
-        deserialize_with = "lenient_u64",
-        skip_serializing_if = "Option::is_none"
-    )]
-    pub tokens_before: Option<u64>,
-    #[serde(
-        default,
-        deserialize_with = "lenient_u64",
-        skip_serializing_if = "Option::is_none"
-    )]
-    pub tokens_after: Option<u64>,
-    #[serde(
-        default,
-        deserialize_with = "lenient_u64",
-        skip_serializing_if = "Option::is_none"
-    )]
-    pub summary_output_tokens: Option<u64>,
-    #[serde(
-        default,
-        deserialize_with = "lenient_u64",
-        skip_serializing_if = "Option::is_none"
-    )]
-    pub kept_user_message_count: Option<u64>,
-    #[serde(
-        default,
-        deserialize_with = "lenient_u64",
-        skip_serializing_if = "Option::is_none"
-    )]
-    pub kept_head_user_message_count: Option<u64>,
-    #[serde(
-        default,
-        deserialize_with = "lenient_u64",
-        skip_serializing_if = "Option::is_none"
-    )]
-    pub dropped_count: Option<u64>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub legacy_tail: Option<Value>,
-    /// 2.1: the journal line range the compaction replaced.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub wire_lines: Option<Value>,
-}
-
-impl ApplyCompaction {
-    /// The summary text the history should carry, whichever shape was written.
-    pub fn summary_text(&self) -> Option<String> {
-        if let Some(text) = &self.context_summary {
-            return Some(text.clone());
-        }
-        match &self.summary {
-            Some(CompactionSummary::Text(text)) => Some(text.clone()),
-            Some(CompactionSummary::Message(message)) => Some(message.text()),
-            None => None,
-        }
-    }
-
-    /// How many leading history messages the compaction replaced.
-    pub fn replaced_count(&self) -> Option<u64> {
-        self.compacted_count.or(self.count)
-    }
-}
-
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct ContextUndo {
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub agent_id: Option<String>,
-    /// Kept as written: invalid counts (0, fractions, huge) are ignored by replay, not rejected.
-    pub count: Value,
-}
-
-impl ContextUndo {
-    /// The count if it is a positive safe integer (core.md §g.7), else `None` (record ignored).
-    pub fn valid_count(&self) -> Option<u64> {
-        const MAX_SAFE_INTEGER: u64 = (1 << 53) - 1;
-        self.count
-            .as_u64()
-            .filter(|count| (1..=MAX_SAFE_INTEGER).contains(count))
-    }
-}
-
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct ContextUndone {
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub agent_id: Option<String>,
-    #[serde(
-        default,
-        deserialize_with = "lenient_u64",
-        skip_serializing_if = "Option::is_none"
-    )]
-    pub turns: Option<u64>,
-    #[serde(
-        default,
-        deserialize_with = "lenient_u64",
-        skip_serializing_if = "Option::is_none"
-    )]
-    pub from_turn_id: Option<u64>,
-}
-
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct BranchBase {
-    pub branch: String,
-    /// 1-based journal line (metadata is line 1) up to which the base branch is inherited.
-    pub line: u64,
-}
-
-/// `agent.switched` (core-2.1 §4): an edge of the undo branch tree.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct AgentSwitched {
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub agent_id: Option<String>,
-    pub branch: String,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub reason: Option<String>,
-    pub base: BranchBase,
-    #[serde(
-        default,
-        deserialize_with = "lenient_u64",
-        skip_serializing_if = "Option::is_none"
-    )]
-    pub turns: Option<u64>,
-    #[serde(
-        default,
-        deserialize_with = "lenient_u64",
-        skip_serializing_if = "Option::is_none"
-    )]
-    pub legacy_undo_line: Option<u64>,
-}
-
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct TurnPrompt {
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub agent_id: Option<String>,
-    #[serde(default, deserialize_with = "deserialize_content")]
-    pub input: Vec<ContentPart>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub origin: Option<Origin>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub prompt_id: Option<String>,
-    #[serde(
-        default,
-        deserialize_with = "lenient_u64",
-        skip_serializing_if = "Option::is_none"
-    )]
-    pub turn_id: Option<u64>,
-}
-
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct TurnSteer {
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub agent_id: Option<String>,
-    #[serde(default, deserialize_with = "deserialize_content")]
-    pub input: Vec<ContentPart>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub origin: Option<Origin>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub message_id: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub prompt_ids: Option<Vec<String>>,
-    #[serde(
-        default,
-        deserialize_with = "lenient_u64",
-        skip_serializing_if = "Option::is_none"
-    )]
-    pub turn_id: Option<u64>,
-}
-
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct TurnCancel {
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub agent_id: Option<String>,
-    #[serde(
-        default,
-        deserialize_with = "lenient_u64",
-        skip_serializing_if = "Option::is_none"
-    )]
-    pub turn_id: Option<u64>,
-    /// `active` | `queued`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub target: Option<String>,
-    /// `user_cancelled` | `aborted`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub reason: Option<String>,
-}
-
-/// `turn.ended`. The bus-only `interruptReason` is not a field, so it is never written.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct TurnEnded {
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub agent_id: Option<String>,
-    #[serde(deserialize_with = "lenient_u64_required")]
-    pub turn_id: u64,
-    /// `completed` | `cancelled` | `failed` | `blocked`.
-    pub reason: String,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub error: Option<Value>,
-    #[serde(
-        default,
-        deserialize_with = "lenient_u64",
-        skip_serializing_if = "Option::is_none"
-    )]
-    pub duration_ms: Option<u64>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub stop_reason: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub trace_id: Option<String>,
-}
-
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct FullCompactionBegin {
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub agent_id: Option<String>,
-    /// `manual` | `auto`.
-    pub source: String,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub instruction: Option<String>,
-}
-
-/// `prompt.accepted|completed|aborted|steered`. Fields beyond the prompt id vary between
-/// versions, so they are kept as written.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct PromptRecord {
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub agent_id: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub prompt_id: Option<String>,
-    /// `prompt.completed`: `completed` | `failed` | `blocked`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub reason: Option<String>,
-    #[serde(flatten)]
-    pub extra: Map<String, Value>,
-}
-
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct TokenCount {
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub agent_id: Option<String>,
-    #[serde(deserialize_with = "lenient_u64_required")]
-    pub length: u64,
-    #[serde(deserialize_with = "lenient_u64_required")]
-    pub tokens: u64,
-    /// `token_counting.rebased` only.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub measured: Option<Value>,
-    /// `token_counting.turn_recorded` only.
-    #[serde(
-        default,
-        deserialize_with = "lenient_u64",
-        skip_serializing_if = "Option::is_none"
-    )]
-    pub turn_id: Option<u64>,
-}
-
-#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct Usage {
-    #[serde(default)]
-    pub input_other: u64,
-    #[serde(default)]
-    pub output: u64,
-    #[serde(default)]
-    pub input_cache_read: u64,
-    #[serde(default)]
-    pub input_cache_creation: u64,
-}
-
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct UsageRecord {
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub agent_id: Option<String>,
-    pub model: String,
-    pub usage: Usage,
-    /// `session` | `turn`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub usage_scope: Option<String>,
-}
-
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct PermissionSetMode {
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub agent_id: Option<String>,
-    /// `manual` | `yolo` | `auto`.
-    pub mode: String,
-}
-
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct ApprovalResult {
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub agent_id: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub turn_id: Option<Value>,
-    pub tool_call_id: String,
-    pub tool_name: String,
-    pub action: String,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub session_approval_rule: Option<String>,
-    pub result: Value,
-}
-
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct InteractionRequest {
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub agent_id: Option<String>,
-    pub id: String,
-    /// `approval` | `question` | `user_tool`.
-    pub kind: String,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub tool_call_id: Option<String>,
-    pub request: Value,
-}
-
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct InteractionResolved {
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub agent_id: Option<String>,
-    pub id: String,
-    pub response: Value,
-}
-
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct TaskRecord {
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub agent_id: Option<String>,
-    pub info: Value,
-    /// `task.terminated` only.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub output_tail: Option<String>,
 }
 
 /// The typed records. The serde tag is the record's `type`.
@@ -569,6 +125,21 @@ pub enum RecordPayload {
     TaskTerminated(TaskRecord),
     #[serde(rename = "forked")]
     Forked(AgentOnly),
+    // kimi-rs's own records (`own_record.rs`): no `agentId`, one journal per agent.
+    #[serde(rename = "plan.mode")]
+    PlanMode(PlanModeRecord),
+    #[serde(rename = "prompt.queued")]
+    PromptQueued(PromptQueued),
+    #[serde(rename = "profile.bind")]
+    ProfileBind(ProfileBind),
+    #[serde(rename = "cron.add")]
+    CronAdd(CronAdd),
+    #[serde(rename = "cron.delete")]
+    CronDelete(CronDelete),
+    #[serde(rename = "cron.cursor")]
+    CronCursor(CronCursor),
+    #[serde(rename = "todo.set")]
+    TodoSet(TodoSet),
     /// Any record this version does not type, kept verbatim (including its `type`, without `time`).
     #[serde(skip)]
     Other(Map<String, Value>),
@@ -612,6 +183,13 @@ pub(crate) const TYPED: &[&str] = &[
     "task.started",
     "task.terminated",
     "forked",
+    "plan.mode",
+    "prompt.queued",
+    "profile.bind",
+    "cron.add",
+    "cron.delete",
+    "cron.cursor",
+    "todo.set",
 ];
 
 impl RecordPayload {
@@ -636,7 +214,15 @@ impl RecordPayload {
 
     fn agent_id_slot(&self) -> Option<&Option<String>> {
         Some(match self {
-            RecordPayload::Metadata(_) | RecordPayload::Other(_) => return None,
+            RecordPayload::Metadata(_)
+            | RecordPayload::Other(_)
+            | RecordPayload::PlanMode(_)
+            | RecordPayload::PromptQueued(_)
+            | RecordPayload::ProfileBind(_)
+            | RecordPayload::CronAdd(_)
+            | RecordPayload::CronDelete(_)
+            | RecordPayload::CronCursor(_)
+            | RecordPayload::TodoSet(_) => return None,
             RecordPayload::AppendMessage(r) => &r.agent_id,
             RecordPayload::AppendLoopEvent(r) => &r.agent_id,
             RecordPayload::ApplyCompaction(r) => &r.agent_id,
@@ -671,7 +257,15 @@ impl RecordPayload {
 
     fn agent_id_slot_mut(&mut self) -> Option<&mut Option<String>> {
         Some(match self {
-            RecordPayload::Metadata(_) | RecordPayload::Other(_) => return None,
+            RecordPayload::Metadata(_)
+            | RecordPayload::Other(_)
+            | RecordPayload::PlanMode(_)
+            | RecordPayload::PromptQueued(_)
+            | RecordPayload::ProfileBind(_)
+            | RecordPayload::CronAdd(_)
+            | RecordPayload::CronDelete(_)
+            | RecordPayload::CronCursor(_)
+            | RecordPayload::TodoSet(_) => return None,
             RecordPayload::AppendMessage(r) => &mut r.agent_id,
             RecordPayload::AppendLoopEvent(r) => &mut r.agent_id,
             RecordPayload::ApplyCompaction(r) => &mut r.agent_id,
@@ -750,6 +344,13 @@ impl Record {
             RecordPayload::TaskStarted(_) => "task.started",
             RecordPayload::TaskTerminated(_) => "task.terminated",
             RecordPayload::Forked(_) => "forked",
+            RecordPayload::PlanMode(_) => "plan.mode",
+            RecordPayload::PromptQueued(_) => "prompt.queued",
+            RecordPayload::ProfileBind(_) => "profile.bind",
+            RecordPayload::CronAdd(_) => "cron.add",
+            RecordPayload::CronDelete(_) => "cron.delete",
+            RecordPayload::CronCursor(_) => "cron.cursor",
+            RecordPayload::TodoSet(_) => "todo.set",
         }
     }
 
@@ -855,6 +456,13 @@ fn decode_payload(
         "task.started" => direct!(TaskStarted),
         "task.terminated" => direct!(TaskTerminated),
         "forked" => direct!(Forked),
+        "plan.mode" => direct!(PlanMode),
+        "prompt.queued" => direct!(PromptQueued),
+        "profile.bind" => direct!(ProfileBind),
+        "cron.add" => direct!(CronAdd),
+        "cron.delete" => direct!(CronDelete),
+        "cron.cursor" => direct!(CronCursor),
+        "todo.set" => direct!(TodoSet),
         _ => serde_json::from_value(Value::Object(map)),
     }
 }

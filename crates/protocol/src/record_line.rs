@@ -127,6 +127,13 @@ impl Record {
             "task.started" => TaskStarted,
             "task.terminated" => TaskTerminated,
             "forked" => Forked,
+            "plan.mode" => PlanMode,
+            "prompt.queued" => PromptQueued,
+            "profile.bind" => ProfileBind,
+            "cron.add" => CronAdd,
+            "cron.delete" => CronDelete,
+            "cron.cursor" => CronCursor,
+            "todo.set" => TodoSet,
         }?;
         Some(Record { payload, time })
     }

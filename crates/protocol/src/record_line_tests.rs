@@ -46,6 +46,12 @@ fn bodies() -> Vec<Value> {
         json!({"id": "i", "kind": "question", "request": {}, "response": 1}),
         json!({"info": {"id": "t"}, "outputTail": "done"}),
         json!({"mode": "yolo"}),
+        json!({"active": true, "planId": "p-1"}),
+        json!({"promptId": "m", "input": [{"type": "text", "text": "q"}]}),
+        json!({"profile": "agent", "systemPrompt": "s"}),
+        json!({"task": {"id": "a", "cron": "* * * * *", "prompt": "p", "createdAt": 1}}),
+        json!({"ids": ["a"], "id": "a", "lastFiredAt": 3}),
+        json!({"todos": [{"title": "t", "status": "in_progress"}]}),
         json!({"escaped\u{1}key": "v", "agentId": "a\"b"}),
     ]
 }

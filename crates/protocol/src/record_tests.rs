@@ -187,3 +187,115 @@ fn direct_decode_matches_the_tagged_path() {
         }
     }
 }
+
+/// Journals written before kimi-rs's own records were typed hold these exact lines (built as
+/// JSON maps in code): each still decodes, to the typed variant, and is written back byte for
+/// byte on both the general and the fast path.
+#[test]
+fn own_records_in_their_old_shapes_decode_and_round_trip() {
+    let lines = [
+        r#"{"type":"plan.mode","active":true,"planId":"swift-lantern-comet-3f","time":1}"#,
+        r#"{"type":"plan.mode","active":false,"time":2}"#,
+        r#"{"type":"prompt.queued","promptId":"msg_1","input":[{"type":"text","text":"later"}],"time":3}"#,
+        r#"{"type":"profile.bind","profile":"agent","systemPrompt":"You are Kimi.","time":4}"#,
+        r#"{"type":"profile.bind","profile":"mine","profileFile":"/p/mine.md","systemPrompt":"S","time":4}"#,
+        r#"{"type":"profile.bind","systemPrompt":"s","time":4}"#,
+        r#"{"type":"cron.add","task":{"id":"ab12cd34","cron":"*/5 * * * *","prompt":"check","createdAt":1700000000000,"recurring":true},"time":5}"#,
+        r#"{"type":"cron.add","task":{"id":"ab12cd35","cron":"0 9 * * 1","prompt":"p","createdAt":1,"recurring":false,"lastFiredAt":7},"time":5}"#,
+        r#"{"type":"cron.delete","ids":["ab12cd34","ab12cd35"],"time":6}"#,
+        r#"{"type":"cron.cursor","id":"ab12cd34","lastFiredAt":1700000300000,"time":7}"#,
+        r#"{"type":"todo.set","todos":[{"title":"read","status":"done"},{"title":"fix","status":"in_progress"},{"title":"test","status":"pending"}],"time":8}"#,
+    ];
+    for line in lines {
+        let general = Record::from_value(serde_json::from_str(line).unwrap()).unwrap();
+        assert!(
+            !matches!(general.payload, RecordPayload::Other(_)),
+            "{line} was not typed"
+        );
+        assert_eq!(serde_json::to_string(&general).unwrap(), line);
+        assert_eq!(Record::from_line(line.as_bytes()), Some(general.clone()));
+        // Our records never get an `agentId` (one journal per agent), so commit does not
+        // change their shape.
+        let mut filled = general.clone();
+        filled.payload.fill_agent_id("main");
+        assert_eq!(serde_json::to_string(&filled).unwrap(), line);
+    }
+    let plan = Record::from_value(serde_json::from_str(lines[0]).unwrap()).unwrap();
+    assert_eq!(
+        plan.payload,
+        RecordPayload::PlanMode(PlanModeRecord {
+            active: true,
+            plan_id: Some("swift-lantern-comet-3f".to_owned()),
+        })
+    );
+    let queued = Record::from_value(serde_json::from_str(lines[2]).unwrap()).unwrap();
+    assert_eq!(
+        queued.payload,
+        RecordPayload::PromptQueued(PromptQueued {
+            prompt_id: "msg_1".to_owned(),
+            input: vec![crate::ContentPart::text("later")],
+        })
+    );
+    let cron = Record::from_value(serde_json::from_str(lines[7]).unwrap()).unwrap();
+    assert_eq!(
+        cron.payload,
+        RecordPayload::CronAdd(CronAdd {
+            task: CronJob {
+                id: "ab12cd35".to_owned(),
+                cron: "0 9 * * 1".to_owned(),
+                prompt: "p".to_owned(),
+                created_at: 1,
+                recurring: false,
+                last_fired_at: Some(7),
+            }
+        })
+    );
+    let todos = Record::from_value(serde_json::from_str(lines[10]).unwrap()).unwrap();
+    let RecordPayload::TodoSet(set) = todos.payload else {
+        panic!("not a todo.set");
+    };
+    assert_eq!(set.todos[1].status, TodoStatus::InProgress);
+}
+
+/// A `cron.add` without `recurring` (older writer) is a recurring job; an own record whose
+/// fields do not fit is reported, not a panic, and unknown `kimi-rs` types stay `Other`.
+#[test]
+fn own_records_read_leniently() {
+    let record = Record::from_value(json!({"type": "cron.add", "task": {"id": "a", "cron": "* * * * *", "prompt": "p", "createdAt": 1}, "time": 1})).unwrap();
+    let RecordPayload::CronAdd(add) = record.payload else {
+        panic!("not a cron.add");
+    };
+    assert!(add.task.recurring);
+    for bad in [
+        json!({"type": "cron.cursor", "id": "a", "lastFiredAt": "soon"}),
+        json!({"type": "todo.set", "todos": [{"title": "x", "status": "later"}]}),
+        json!({"type": "prompt.queued", "input": []}),
+    ] {
+        let err = Record::from_value(bad).unwrap_err();
+        assert!(matches!(err, RecordError::Invalid { .. }), "{err}");
+    }
+    let newer = Record::from_value(json!({"type": "todo.archived", "n": 1, "time": 2})).unwrap();
+    assert!(matches!(newer.payload, RecordPayload::Other(_)));
+}
+
+#[test]
+fn prompt_kinds_pick_their_record() {
+    let record = PromptRecord {
+        agent_id: None,
+        prompt_id: Some("p".to_owned()),
+        reason: None,
+        extra: Map::new(),
+    };
+    for (kind, name) in [
+        (PromptKind::Accepted, "prompt.accepted"),
+        (PromptKind::Completed, "prompt.completed"),
+        (PromptKind::Aborted, "prompt.aborted"),
+        (PromptKind::Steered, "prompt.steered"),
+    ] {
+        assert_eq!(
+            Record::new(kind.payload(record.clone()), 1).type_name(),
+            name
+        );
+    }
+    assert_eq!(crate::ops::TurnEndReason::Blocked.as_str(), "blocked");
+}

@@ -10,7 +10,7 @@ use serde::Serialize;
 #[serde(rename_all = "camelCase")]
 pub struct LastEnded {
     pub turn_id: u64,
-    pub reason: String,
+    pub reason: kimi_protocol::ops::TurnEndReason,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub duration_ms: Option<u64>,
 }
@@ -70,7 +70,7 @@ impl TurnClock {
             RecordPayload::TurnEnded(ended) => {
                 self.last_ended = Some(LastEnded {
                     turn_id: ended.turn_id,
-                    reason: ended.reason.clone(),
+                    reason: ended.reason,
                     duration_ms: ended.duration_ms,
                 });
             }

@@ -3,9 +3,11 @@
 //! [`DialogResult`]; the app turns results into ops and host requests.
 
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
+use std::collections::BTreeMap;
+
 use kimi_protocol::ops::{ApprovalDecision, ApprovalRequest};
+use kimi_protocol::question::{Answers, QuestionAnswer, QuestionSet};
 use ratatui::text::{Line, Span};
-use serde_json::{Map, Value, json};
 
 use crate::cells::diff_style;
 use crate::commands::COMMANDS;
@@ -160,53 +162,25 @@ pub struct QuestionDialog {
     pub checked: Vec<bool>,
     /// Some while typing a free-form "Other" answer.
     pub other: Option<Editor>,
-    pub answers: Map<String, Value>,
+    pub answers: BTreeMap<String, QuestionAnswer>,
 }
 
 impl QuestionDialog {
-    /// Reads `{"questions":[{question, options:[{label}|string], multiSelect}]}` or a bare
-    /// array of such questions; anything unreadable becomes one free-form question.
-    pub fn new(request_id: String, questions: &Value) -> Self {
-        let list = questions
-            .get("questions")
-            .unwrap_or(questions)
-            .as_array()
-            .cloned()
-            .unwrap_or_default();
-        let mut parsed: Vec<Question> = list
+    /// The dialog for the questions an agent asked; an empty set becomes one free-form
+    /// question, so the user can still reply.
+    pub fn new(request_id: String, questions: &QuestionSet) -> Self {
+        let mut parsed: Vec<Question> = questions
+            .questions
             .iter()
             .map(|q| Question {
-                text: q
-                    .get("question")
-                    .or_else(|| q.get("text"))
-                    .and_then(Value::as_str)
-                    .or_else(|| q.as_str())
-                    .unwrap_or("?")
-                    .to_owned(),
-                options: q
-                    .get("options")
-                    .and_then(Value::as_array)
-                    .map(|opts| {
-                        opts.iter()
-                            .filter_map(|o| {
-                                o.get("label")
-                                    .and_then(Value::as_str)
-                                    .or_else(|| o.as_str())
-                            })
-                            .map(str::to_owned)
-                            .collect()
-                    })
-                    .unwrap_or_default(),
-                multi: q
-                    .get("multiSelect")
-                    .or_else(|| q.get("multi_select"))
-                    .and_then(Value::as_bool)
-                    .unwrap_or(false),
+                text: q.question.clone(),
+                options: q.options.iter().map(|o| o.label.clone()).collect(),
+                multi: q.multi_select,
             })
             .collect();
         if parsed.is_empty() {
             parsed.push(Question {
-                text: questions.to_string(),
+                text: "?".to_owned(),
                 options: Vec::new(),
                 multi: false,
             });
@@ -219,7 +193,7 @@ impl QuestionDialog {
             selected: 0,
             checked: vec![false; n],
             other: None,
-            answers: Map::new(),
+            answers: BTreeMap::new(),
         }
     }
 
@@ -247,7 +221,7 @@ pub enum DialogResult {
     },
     Answer {
         request_id: String,
-        answers: Value,
+        answers: Answers,
     },
     Picked {
         kind: PickerKind,
@@ -373,10 +347,10 @@ fn question_key(d: &mut QuestionDialog, key: KeyEvent) -> DialogResult {
         return DialogResult::Close;
     };
     let n_rows = q.options.len() + 1; // + "Other"
-    let mut answer: Option<Value> = None;
+    let mut answer: Option<QuestionAnswer> = None;
     if let Some(editor) = d.other.as_mut() {
         match key.code {
-            KeyCode::Enter => answer = Some(Value::String(editor.text().to_owned())),
+            KeyCode::Enter => answer = Some(QuestionAnswer::Label(editor.text().to_owned())),
             KeyCode::Esc => d.other = None,
             _ => edit(editor, &key),
         }
@@ -385,7 +359,7 @@ fn question_key(d: &mut QuestionDialog, key: KeyEvent) -> DialogResult {
             KeyCode::Esc => {
                 return DialogResult::Answer {
                     request_id: d.request_id.clone(),
-                    answers: json!({"dismissed": true}),
+                    answers: Answers::Dismissed,
                 };
             }
             KeyCode::Up => d.selected = d.selected.saturating_sub(1),
@@ -397,19 +371,25 @@ fn question_key(d: &mut QuestionDialog, key: KeyEvent) -> DialogResult {
             }
             KeyCode::Enter if d.selected == q.options.len() => d.other = Some(Editor::new(false)),
             KeyCode::Enter if q.multi => {
-                let picked: Vec<Value> = q
+                let picked: Vec<String> = q
                     .options
                     .iter()
                     .zip(&d.checked)
                     .filter(|(_, c)| **c)
-                    .map(|(o, _)| Value::String(o.clone()))
+                    .map(|(o, _)| o.clone())
                     .collect();
-                answer = Some(Value::Array(picked));
+                answer = Some(QuestionAnswer::Labels(picked));
             }
-            KeyCode::Enter => answer = q.options.get(d.selected).cloned().map(Value::String),
+            KeyCode::Enter => {
+                answer = q
+                    .options
+                    .get(d.selected)
+                    .cloned()
+                    .map(QuestionAnswer::Label);
+            }
             _ => {
                 if let Some(i) = digit(&key).filter(|i| *i < q.options.len()) {
-                    answer = Some(Value::String(q.options[i].clone()));
+                    answer = Some(QuestionAnswer::Label(q.options[i].clone()));
                 }
             }
         }
@@ -425,7 +405,7 @@ fn question_key(d: &mut QuestionDialog, key: KeyEvent) -> DialogResult {
     if d.current >= d.questions.len() {
         DialogResult::Answer {
             request_id: d.request_id.clone(),
-            answers: json!({ "answers": Value::Object(d.answers.clone()) }),
+            answers: Answers::Given(d.answers.clone()),
         }
     } else {
         DialogResult::Keep

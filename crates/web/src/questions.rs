@@ -7,6 +7,7 @@ use std::sync::Arc;
 
 use axum::extract::{Path, State};
 use kimi_protocol::ops::Op;
+use kimi_protocol::question::{Answers, QuestionSet};
 use kimi_tools::builtin::ask::{Question, parse_answers};
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
@@ -21,19 +22,15 @@ use crate::server::App;
 #[derive(Debug, Clone)]
 pub struct PendingQuestion {
     pub request_id: String,
-    /// The engine's `{"questions": [...]}`.
-    pub questions: Value,
+    /// The questions as the engine announced them.
+    pub questions: QuestionSet,
     pub turn_id: Option<u64>,
     pub created_ms: u64,
 }
 
 impl PendingQuestion {
-    fn asked(&self) -> Vec<Question> {
-        self.questions
-            .get("questions")
-            .cloned()
-            .and_then(|q| serde_json::from_value(q).ok())
-            .unwrap_or_default()
+    fn asked(&self) -> &[Question] {
+        &self.questions.questions
     }
 
     /// The reference's question item: questions get ids `q<index>`, options their labels.
@@ -107,8 +104,10 @@ impl Live {
             }
             None => json!({"dismissed": true}),
         };
-        let asked = state.questions[index].asked();
-        parse_answers(&asked, &payload).map_err(|err| ApiError::validation(err.to_string()))?;
+        let payload =
+            Answers::from_json(&payload).map_err(|err| ApiError::validation(err.to_string()))?;
+        parse_answers(state.questions[index].asked(), &payload)
+            .map_err(|err| ApiError::validation(err.to_string()))?;
         state.questions.remove(index);
         remember(&mut state.resolved, question_id);
         self.handle.send(Op::Answer {

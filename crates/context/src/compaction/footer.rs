@@ -51,29 +51,8 @@ impl WireRanges {
     }
 }
 
-/// One open item of the todo list, carried verbatim.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct TodoItem {
-    pub title: String,
-    pub status: TodoStatus,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum TodoStatus {
-    Pending,
-    InProgress,
-    Done,
-}
-
-impl TodoStatus {
-    fn label(self) -> &'static str {
-        match self {
-            TodoStatus::Pending => "pending",
-            TodoStatus::InProgress => "in_progress",
-            TodoStatus::Done => "done",
-        }
-    }
-}
+/// The todo list is carried verbatim (open items only); the one item type lives in the protocol.
+pub use kimi_protocol::record::{TodoItem, TodoStatus};
 
 /// The latest real user instruction at compaction time.
 #[derive(Debug, Clone, PartialEq, Eq)]

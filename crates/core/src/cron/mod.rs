@@ -13,8 +13,7 @@ pub mod service;
 pub mod tools;
 
 use kimi_protocol::RecordPayload;
-use serde::{Deserialize, Serialize};
-use serde_json::{Map, Value};
+use kimi_protocol::record::{CronAdd, CronCursor, CronDelete};
 
 pub use service::{Clock, CronService, ManualClock, SystemClock};
 
@@ -26,24 +25,7 @@ pub const MAX_PROMPT_BYTES: usize = 8 * 1024;
 pub const ONE_SHOT_MAX_AHEAD_MS: i64 = 350 * 24 * 60 * 60 * 1000;
 
 /// A scheduled job, as journaled in `cron.add` (camelCase keys).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct CronJob {
-    pub id: String,
-    pub cron: String,
-    pub prompt: String,
-    /// Unix milliseconds.
-    pub created_at: i64,
-    #[serde(default = "default_true")]
-    pub recurring: bool,
-    /// The ideal time of the last delivered fire (Unix milliseconds).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub last_fired_at: Option<i64>,
-}
-
-fn default_true() -> bool {
-    true
-}
+pub use kimi_protocol::record::CronJob;
 
 /// Switches from the environment (`KIMI_DISABLE_CRON`, `KIMI_CRON_NO_JITTER`,
 /// `KIMI_CRON_NO_STALE`).
@@ -87,74 +69,39 @@ impl CronOptions {
     }
 }
 
-const ADD: &str = "cron.add";
-const DELETE: &str = "cron.delete";
-const CURSOR: &str = "cron.cursor";
-
-fn record(kind: &str, fields: Vec<(&str, Value)>) -> RecordPayload {
-    let mut map = Map::new();
-    map.insert("type".into(), Value::from(kind));
-    for (key, value) in fields {
-        map.insert(key.into(), value);
-    }
-    RecordPayload::Other(map)
-}
-
 /// `cron.add`: a new job.
 pub fn add_record(job: &CronJob) -> RecordPayload {
-    let task = serde_json::to_value(job).unwrap_or(Value::Null);
-    record(ADD, vec![("task", task)])
+    RecordPayload::CronAdd(CronAdd { task: job.clone() })
 }
 
 /// `cron.delete`: jobs removed (by the model, after a one-shot fired, or when stale).
 pub fn delete_record(ids: &[String]) -> RecordPayload {
-    record(DELETE, vec![("ids", Value::from(ids.to_vec()))])
+    RecordPayload::CronDelete(CronDelete { ids: ids.to_vec() })
 }
 
 /// `cron.cursor`: a recurring job delivered its fires up to `last_fired_at`.
 pub fn cursor_record(id: &str, last_fired_at: i64) -> RecordPayload {
-    record(
-        CURSOR,
-        vec![
-            ("id", Value::from(id)),
-            ("lastFiredAt", Value::from(last_fired_at)),
-        ],
-    )
+    RecordPayload::CronCursor(CronCursor {
+        id: id.to_owned(),
+        last_fired_at,
+    })
 }
 
 /// Fold the cron records of a journal into the jobs that exist at its end, in creation order.
 pub fn fold_records<'a>(records: impl IntoIterator<Item = &'a RecordPayload>) -> Vec<CronJob> {
     let mut jobs: Vec<CronJob> = Vec::new();
     for payload in records {
-        let RecordPayload::Other(map) = payload else {
-            continue;
-        };
-        match map.get("type").and_then(Value::as_str) {
-            Some(ADD) => {
-                let job = map
-                    .get("task")
-                    .cloned()
-                    .and_then(|t| serde_json::from_value::<CronJob>(t).ok());
-                if let Some(job) = job {
-                    jobs.retain(|j| j.id != job.id);
-                    jobs.push(job);
-                }
+        match payload {
+            RecordPayload::CronAdd(add) => {
+                jobs.retain(|j| j.id != add.task.id);
+                jobs.push(add.task.clone());
             }
-            Some(DELETE) => {
-                let ids: Vec<&str> = map
-                    .get("ids")
-                    .and_then(Value::as_array)
-                    .map(|a| a.iter().filter_map(Value::as_str).collect())
-                    .unwrap_or_default();
-                jobs.retain(|j| !ids.contains(&j.id.as_str()));
+            RecordPayload::CronDelete(delete) => {
+                jobs.retain(|j| !delete.ids.contains(&j.id));
             }
-            Some(CURSOR) => {
-                let id = map.get("id").and_then(Value::as_str);
-                let at = map.get("lastFiredAt").and_then(Value::as_i64);
-                if let (Some(id), Some(at)) = (id, at)
-                    && let Some(job) = jobs.iter_mut().find(|j| j.id == id)
-                {
-                    job.last_fired_at = Some(at);
+            RecordPayload::CronCursor(cursor) => {
+                if let Some(job) = jobs.iter_mut().find(|j| j.id == cursor.id) {
+                    job.last_fired_at = Some(cursor.last_fired_at);
                 }
             }
             _ => {}

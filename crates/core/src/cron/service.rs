@@ -4,7 +4,7 @@
 //! as a `<cron-fire>` prompt with a `cron_job` origin.
 
 use std::sync::atomic::{AtomicI64, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard, OnceLock, Weak};
+use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
 use chrono::Local;
@@ -97,9 +97,11 @@ pub enum CronError {
 }
 
 /// A job that was just scheduled.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct Created {
     pub job: CronJob,
+    /// The job's `cron.add` record, for the engine to journal.
+    pub record: RecordPayload,
     pub human_schedule: String,
     /// The first fire time with jitter applied.
     pub next_fire_at: Option<i64>,
@@ -110,7 +112,6 @@ pub struct CronService {
     options: CronOptions,
     clock: Mutex<Arc<dyn Clock>>,
     jobs: Mutex<Vec<CronJob>>,
-    runtime: OnceLock<Weak<Runtime>>,
 }
 
 impl std::fmt::Debug for CronService {
@@ -129,13 +130,7 @@ impl CronService {
             options,
             clock: Mutex::new(Arc::new(SystemClock)),
             jobs: Mutex::new(restored),
-            runtime: OnceLock::new(),
         })
-    }
-
-    /// Deliver fires to (and journal through) this agent.
-    pub fn attach(&self, runtime: &Arc<Runtime>) {
-        let _ = self.runtime.set(Arc::downgrade(runtime));
     }
 
     pub fn options(&self) -> CronOptions {
@@ -161,16 +156,6 @@ impl CronService {
         self.jobs
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
-    }
-
-    fn runtime(&self) -> Option<Arc<Runtime>> {
-        self.runtime.get().and_then(Weak::upgrade)
-    }
-
-    fn commit(&self, records: Vec<RecordPayload>) {
-        if let Some(rt) = self.runtime() {
-            rt.commit(records);
-        }
     }
 
     /// The scheduled jobs in creation order.
@@ -230,7 +215,8 @@ impl CronService {
         Ok(expr)
     }
 
-    /// Validate and schedule a job, journaling `cron.add`.
+    /// Validate and schedule a job; [`Created::record`] is its `cron.add` for the engine to
+    /// journal (the tool returns it with its result).
     pub fn create(&self, cron: &str, prompt: &str, recurring: bool) -> Result<Created, CronError> {
         let expr = self.validate(cron, prompt, recurring)?;
         let job = {
@@ -249,16 +235,18 @@ impl CronService {
             jobs.push(job.clone());
             job
         };
-        self.commit(vec![add_record(&job)]);
         Ok(Created {
+            record: add_record(&job),
             next_fire_at: schedule::next_fire(&job, &expr, self.options, &Local),
             human_schedule: expr.to_human(),
             job,
         })
     }
 
-    /// Remove a job, journaling `cron.delete`; `false` when there is no such job.
-    pub fn delete(&self, id: &str) -> bool {
+    /// Remove a job; its `cron.delete` record for the engine to journal, `None` when there is
+    /// no such job.
+    #[must_use = "the returned cron.delete record must be committed"]
+    pub fn delete(&self, id: &str) -> Option<RecordPayload> {
         // The ids as stored: replay matches them exactly, whatever case the model typed.
         let removed: Vec<String> = {
             let mut jobs = self.jobs();
@@ -270,22 +258,17 @@ impl CronService {
             jobs.retain(|j| !j.id.eq_ignore_ascii_case(id));
             ids
         };
-        if !removed.is_empty() {
-            self.commit(vec![delete_record(&removed)]);
-        }
-        !removed.is_empty()
+        (!removed.is_empty()).then(|| delete_record(&removed))
     }
 
     /// One poll: deliver every due job, advance recurring jobs' cursors, remove one-shots and
-    /// stale jobs. Returns how many fires were delivered. Safe to call from several places:
-    /// the table is updated under its lock before anything is delivered.
-    pub fn tick(&self) -> usize {
+    /// stale jobs, journaling what changed through `rt` (the agent the fires go to). Returns
+    /// how many fires were delivered. Safe to call from several places: the table is updated
+    /// under its lock before anything is delivered.
+    pub fn tick(&self, rt: &Runtime) -> usize {
         if self.options.disabled {
             return 0;
         }
-        let Some(rt) = self.runtime() else {
-            return 0;
-        };
         // A stopping agent takes no prompt: leave due jobs as they are so they fire after
         // resume instead of being journaled as fired.
         if rt.shared().shutting_down {
@@ -315,7 +298,7 @@ impl CronService {
         let mut removed = Vec::new();
         let mut delivered = 0;
         for (job, fire) in &due {
-            if deliver(&rt, job, fire) {
+            if deliver(rt, job, fire) {
                 delivered += 1;
             }
             if fire.remove {
@@ -331,23 +314,23 @@ impl CronService {
         delivered
     }
 
-    /// Poll every [`POLL_INTERVAL`] until the agent shuts down or the service is dropped.
-    pub fn spawn_poll(self: &Arc<Self>) -> JoinHandle<()> {
+    /// Poll every [`POLL_INTERVAL`], delivering to `runtime`, until the agent shuts down or
+    /// either is dropped (the poll holds neither alive: a closed session releases its journal).
+    pub fn spawn_poll(self: &Arc<Self>, runtime: &Arc<Runtime>) -> JoinHandle<()> {
         let weak = Arc::downgrade(self);
+        let runtime = Arc::downgrade(runtime);
         tokio::spawn(async move {
             let mut timer = tokio::time::interval(POLL_INTERVAL);
             timer.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
             loop {
                 timer.tick().await;
-                let Some(service) = weak.upgrade() else {
+                let (Some(service), Some(rt)) = (weak.upgrade(), runtime.upgrade()) else {
                     return;
                 };
-                if let Some(rt) = service.runtime()
-                    && rt.shared().shutting_down
-                {
+                if rt.shared().shutting_down {
                     return;
                 }
-                service.tick();
+                service.tick(&rt);
             }
         })
     }

@@ -152,7 +152,8 @@ impl Tool for CronCreateTool {
                         format!("nextFireAt: {}", time_or_null(created.next_fire_at)),
                     ]
                     .join("\n"),
-                ),
+                )
+                .with_records([created.record]),
                 Err(err) => ToolResult::error(err.to_string()),
             },
         })))
@@ -296,8 +297,8 @@ impl Tool for CronDeleteTool {
                 RuleSubject::NameOnly,
             ),
             run: move || {
-                if service.delete(&id) {
-                    ToolResult::ok(format!("Deleted cron job {id}."))
+                if let Some(record) = service.delete(&id) {
+                    ToolResult::ok(format!("Deleted cron job {id}.")).with_records([record])
                 } else {
                     ToolResult::error(format!(
                         "No cron job with id {id}. It may have fired already (one-shots delete themselves) or been deleted; call CronList to see the current jobs."

@@ -16,7 +16,7 @@ use super::executor::UserAnswer;
 use super::log::{AgentLog, QueuedPrompt};
 use super::questions::{AnswerRejected, QuestionBroker};
 use super::records as rec;
-use super::runtime::{AgentConfig, Job, Pending, Runtime};
+use super::runtime::{AgentConfig, FrontLink, Job, Pending, Runtime};
 use super::turn::{TurnResult, run_turn};
 
 /// The front ends' handle on a running agent.
@@ -51,12 +51,21 @@ pub struct SpawnedAgent {
 /// Start an agent over its restored log. `queued` are prompts a previous process accepted but
 /// never ran; they run first, in order.
 pub fn spawn_agent(config: AgentConfig, log: AgentLog, queued: Vec<QueuedPrompt>) -> SpawnedAgent {
-    let (events_tx, events) = mpsc::unbounded_channel();
+    let (link, events) = FrontLink::new();
+    spawn_linked(config, log, queued, link, events)
+}
+
+/// [`spawn_agent`] over a link made beforehand, for sessions whose parts (question broker,
+/// subagent host) talk to the front ends through it. `events` is the link's receiver.
+pub fn spawn_linked(
+    config: AgentConfig,
+    log: AgentLog,
+    queued: Vec<QueuedPrompt>,
+    link: Arc<FrontLink>,
+    events: mpsc::UnboundedReceiver<Event>,
+) -> SpawnedAgent {
     let (ops_tx, ops_rx) = mpsc::unbounded_channel();
-    if let Some(questions) = QuestionBroker::of(&config.tool_ctx) {
-        questions.attach(events_tx.clone());
-    }
-    let rt = Runtime::new(config, log, events_tx);
+    let rt = Runtime::new(config, log, link);
     {
         let mut shared = rt.shared();
         for q in queued {
@@ -150,7 +159,11 @@ async fn dispatch(rt: Arc<Runtime>, mut ops: mpsc::UnboundedReceiver<Op>) {
                 )]);
             }
             Op::SetPlanMode { enabled } => match &rt.config.plan {
-                Some(plan) => plan.set_enabled(enabled),
+                Some(plan) => {
+                    if let Some(record) = plan.set_enabled(enabled) {
+                        rt.commit(vec![record]);
+                    }
+                }
                 None => rt.emit(Event::Warning {
                     message: "this agent has no plan mode (subagents never plan)".to_owned(),
                 }),
@@ -235,14 +248,14 @@ fn cancel(rt: &Runtime, queued: bool) {
         drop(shared);
         let records = dropped
             .iter()
-            .map(|id| rec::prompt("aborted", id, None))
+            .map(|id| rec::prompt(kimi_protocol::record::PromptKind::Aborted, id, None))
             .collect();
         rt.commit(records);
     }
 }
 
 fn approve(rt: &Runtime, request_id: &str, decision: ApprovalDecision) {
-    let Some(tx) = rt.shared().approvals.remove(request_id) else {
+    let Some(tx) = rt.link().take_approval(request_id) else {
         rt.emit(Event::Warning {
             message: format!(
                 "approval {request_id} is not pending (already answered or cancelled)"
@@ -260,7 +273,7 @@ fn approve(rt: &Runtime, request_id: &str, decision: ApprovalDecision) {
     let _ = tx.send(answer);
 }
 
-fn answer(rt: &Runtime, request_id: &str, answers: &serde_json::Value) {
+fn answer(rt: &Runtime, request_id: &str, answers: &kimi_protocol::question::Answers) {
     let result = match QuestionBroker::of(&rt.config.tool_ctx) {
         Some(questions) => questions.answer(request_id, answers),
         None => Err(AnswerRejected::NotPending(request_id.to_owned())),
@@ -294,11 +307,13 @@ fn undo(rt: &Runtime, count: u32) {
     let result = rt.log().undo(u64::from(count));
     match result {
         Ok(()) => {
-            // Plan mode goes back together with the conversation.
+            // Plan mode and the todo list go back together with the conversation.
             if let Some(plan) = &rt.config.plan {
                 let snapshot = rt.log().plan_snapshot();
                 plan.restore(snapshot);
             }
+            let todos = rt.log().todos().to_vec();
+            rt.config.tool_ctx.todos.set(todos);
             rt.emit(Event::ContextUndone { turns: count });
         }
         Err(message) => rt.emit(Event::Error { message }),

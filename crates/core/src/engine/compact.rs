@@ -155,6 +155,8 @@ pub async fn run(
                 let journal_path = rt.log().journal_path().display().to_string();
                 let line_count = rt.log().line_count();
                 let current = rt.log().history().messages().to_vec();
+                // The list as journaled: what resume and undo would also see.
+                let todos = rt.log().todos().to_vec();
                 let outcome = rt.compaction().apply(
                     round,
                     summary,
@@ -162,7 +164,7 @@ pub async fn run(
                     &ApplyContext {
                         journal_path: &journal_path,
                         journal_line_count: Some(line_count),
-                        todos: &[],
+                        todos: &todos,
                     },
                 );
                 return Ok(finish_apply(rt, outcome));

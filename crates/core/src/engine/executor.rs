@@ -361,11 +361,15 @@ pub async fn run_batch(
         let result = spilled.result;
         outcome.stop_turn |= result.stop_turn;
         env.host.finished(call, &result);
-        for dup in duplicates.remove(&i).unwrap_or_default() {
-            env.host.finished(&calls[dup], &result);
-            outcome
-                .results
-                .push((calls[dup].id.clone(), result.clone()));
+        let dups = duplicates.remove(&i).unwrap_or_default();
+        if !dups.is_empty() {
+            // A duplicate shares the result, not the state change: that is journaled once.
+            let mut copy = result.clone();
+            copy.records.clear();
+            for dup in dups {
+                env.host.finished(&calls[dup], &copy);
+                outcome.results.push((calls[dup].id.clone(), copy.clone()));
+            }
         }
         outcome.results.push((call.id.clone(), result));
     };

@@ -7,6 +7,7 @@ use std::path::Path;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use kimi_context::history::{History, HistoryConfig, ReplayReport};
+use kimi_protocol::record::TodoItem;
 use kimi_protocol::{Record, RecordPayload};
 use kimi_store::{Journal, JournalOptions, Repair, TurnClock};
 
@@ -50,6 +51,8 @@ pub struct Restored {
     pub plan: Option<PlanSnapshot>,
     /// Cron jobs alive at the end of the journal (`cron.add` / `cron.delete` / `cron.cursor`).
     pub cron: Vec<crate::cron::CronJob>,
+    /// The todo list as the active branch last journaled it (`todo.set`).
+    pub todos: Vec<TodoItem>,
 }
 
 /// The profile an agent was bound to, as journaled.
@@ -73,6 +76,8 @@ pub struct AgentLog {
     clock: TurnClock,
     /// The last `plan.mode` state on the active branch.
     plan: Option<PlanSnapshot>,
+    /// The last `todo.set` list on the active branch.
+    todos: Vec<TodoItem>,
 }
 
 impl std::fmt::Debug for AgentLog {
@@ -97,41 +102,23 @@ impl AgentLog {
         let input = read.input;
         let clock = TurnClock::fold(input.all.iter().map(|r| &r.record.payload));
         let queued_prompts = pending_queue(input.all.iter().map(|r| &r.record.payload));
-        let system_prompt = input
-            .all
-            .iter()
-            .rev()
-            .find_map(|r| match &r.record.payload {
-                RecordPayload::Other(map)
-                    if map.get("type").and_then(serde_json::Value::as_str)
-                        == Some("profile.bind") =>
-                {
-                    map.get("systemPrompt")
-                        .and_then(serde_json::Value::as_str)
-                        .map(str::to_owned)
-                }
-                _ => None,
-            });
-        let profile = input
-            .all
-            .iter()
-            .rev()
-            .find_map(|r| match &r.record.payload {
-                RecordPayload::Other(map)
-                    if map.get("type").and_then(serde_json::Value::as_str)
-                        == Some("profile.bind") =>
-                {
-                    let name = map.get("profile").and_then(serde_json::Value::as_str)?;
-                    Some(BoundProfile {
-                        name: name.to_owned(),
-                        file: map
-                            .get("profileFile")
-                            .and_then(serde_json::Value::as_str)
-                            .map(std::path::PathBuf::from),
-                    })
-                }
-                _ => None,
-            });
+        let binds = || {
+            input
+                .all
+                .iter()
+                .rev()
+                .filter_map(|r| match &r.record.payload {
+                    RecordPayload::ProfileBind(bind) => Some(bind),
+                    _ => None,
+                })
+        };
+        let system_prompt = binds().find_map(|b| b.system_prompt.clone());
+        let profile = binds().find_map(|b| {
+            Some(BoundProfile {
+                name: b.profile.clone()?,
+                file: b.profile_file.as_ref().map(std::path::PathBuf::from),
+            })
+        });
         let approvals = input
             .all
             .iter()
@@ -147,6 +134,7 @@ impl AgentLog {
             .collect();
         skipped.extend(read.reported.iter().map(|r| format!("{r:?}")));
         let plan = plan_on_branch(&input);
+        let todos = todos_on_branch(&input);
         let cron = crate::cron::fold_records(input.all.iter().map(|r| &r.record.payload));
         let mut history = History::new(HistoryConfig::default());
         let report = history.replay(input.into_undoable(), agent_id);
@@ -157,6 +145,7 @@ impl AgentLog {
                 history,
                 clock,
                 plan: plan.clone(),
+                todos: todos.clone(),
             },
             Restored {
                 report,
@@ -168,6 +157,7 @@ impl AgentLog {
                 approvals,
                 plan,
                 cron,
+                todos,
             },
         ))
     }
@@ -187,6 +177,11 @@ impl AgentLog {
     /// The plan-mode state the active branch last journaled.
     pub fn plan_snapshot(&self) -> Option<PlanSnapshot> {
         self.plan.clone()
+    }
+
+    /// The todo list the active branch last journaled (empty when none was).
+    pub fn todos(&self) -> &[TodoItem] {
+        &self.todos
     }
 
     pub fn journal_path(&self) -> &Path {
@@ -215,8 +210,10 @@ impl AgentLog {
         self.journal.append(&records)?;
         for record in records {
             self.clock.apply(&record.payload);
-            if let Some(plan) = PlanSnapshot::from_record(&record.payload) {
-                self.plan = Some(plan);
+            match &record.payload {
+                RecordPayload::PlanMode(plan) => self.plan = Some(PlanSnapshot::from(plan)),
+                RecordPayload::TodoSet(set) => self.todos.clone_from(&set.todos),
+                _ => {}
             }
             // Outcomes of live records are known-good; replay reports are for foreign files.
             let _ = self.history.apply_record(record, &self.agent_id);
@@ -242,6 +239,7 @@ impl AgentLog {
         let input = self.journal.read_replay(&self.agent_id)?;
         self.clock = TurnClock::fold(input.all.iter().map(|r| &r.record.payload));
         self.plan = plan_on_branch(&input);
+        self.todos = todos_on_branch(&input);
         let mut history = History::new(self.history.config());
         history.replay(input.into_undoable(), &self.agent_id);
         self.history = history;
@@ -259,15 +257,36 @@ impl AgentLog {
     }
 }
 
-/// The last `plan.mode` record on the active branch's restorable chain.
-fn plan_on_branch(input: &kimi_store::OwnedReplayInput) -> Option<PlanSnapshot> {
+/// The records on the active branch's restorable chain, newest first: undoable state (plan
+/// mode, todos) is the last one found there.
+fn on_branch_newest_first(
+    input: &kimi_store::OwnedReplayInput,
+) -> impl Iterator<Item = &RecordPayload> {
     input
         .all
         .iter()
         .zip(&input.undoable)
         .rev()
         .filter(|(_, on_chain)| **on_chain)
-        .find_map(|(r, _)| PlanSnapshot::from_record(&r.record.payload))
+        .map(|(r, _)| &r.record.payload)
+}
+
+/// The last `plan.mode` record on the active branch's restorable chain.
+fn plan_on_branch(input: &kimi_store::OwnedReplayInput) -> Option<PlanSnapshot> {
+    on_branch_newest_first(input).find_map(|p| match p {
+        RecordPayload::PlanMode(plan) => Some(PlanSnapshot::from(plan)),
+        _ => None,
+    })
+}
+
+/// The last `todo.set` list on the active branch's restorable chain (empty when none).
+fn todos_on_branch(input: &kimi_store::OwnedReplayInput) -> Vec<TodoItem> {
+    on_branch_newest_first(input)
+        .find_map(|p| match p {
+            RecordPayload::TodoSet(set) => Some(set.todos.clone()),
+            _ => None,
+        })
+        .unwrap_or_default()
 }
 
 /// `prompt.queued` records whose prompt neither started (`turn.prompt` / `prompt.steered` with
@@ -276,21 +295,10 @@ fn pending_queue<'a>(records: impl Iterator<Item = &'a RecordPayload>) -> Vec<Qu
     let mut queue: Vec<QueuedPrompt> = Vec::new();
     for payload in records {
         match payload {
-            RecordPayload::Other(map)
-                if map.get("type").and_then(serde_json::Value::as_str) == Some("prompt.queued") =>
-            {
-                let id = map.get("promptId").and_then(serde_json::Value::as_str);
-                let input = map
-                    .get("input")
-                    .cloned()
-                    .and_then(|v| serde_json::from_value(v).ok());
-                if let (Some(id), Some(input)) = (id, input) {
-                    queue.push(QueuedPrompt {
-                        prompt_id: id.to_owned(),
-                        input,
-                    });
-                }
-            }
+            RecordPayload::PromptQueued(queued) => queue.push(QueuedPrompt {
+                prompt_id: queued.prompt_id.clone(),
+                input: queued.input.clone(),
+            }),
             RecordPayload::TurnPrompt(p) => {
                 if let Some(id) = &p.prompt_id {
                     queue.retain(|q| &q.prompt_id != id);

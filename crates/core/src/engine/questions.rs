@@ -10,11 +10,11 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use async_trait::async_trait;
 use kimi_protocol::ops::Event;
+use kimi_protocol::question::{Answers, QuestionSet};
 use kimi_tools::ToolContext;
 use kimi_tools::builtin::ask::{
     AnswerError, Question, QuestionHost, QuestionOutcome, parse_answers,
 };
-use serde_json::json;
 use tokio::sync::{mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
 
@@ -37,26 +37,24 @@ struct Waiting {
     reply: oneshot::Sender<QuestionOutcome>,
 }
 
-#[derive(Default)]
-struct Inner {
-    events: Option<mpsc::UnboundedSender<Event>>,
-    pending: HashMap<String, Waiting>,
-}
-
-/// Questions waiting for the user, keyed by request id.
-#[derive(Default)]
+/// Questions waiting for the user, keyed by request id; announced on the agent's event channel,
+/// which the broker is given when it is made (see `FrontLink`).
 pub struct QuestionBroker {
-    inner: Mutex<Inner>,
+    events: mpsc::UnboundedSender<Event>,
+    pending: Mutex<HashMap<String, Waiting>>,
 }
 
 impl QuestionBroker {
-    pub fn new() -> Arc<Self> {
-        Arc::new(Self::default())
+    pub fn new(events: mpsc::UnboundedSender<Event>) -> Arc<Self> {
+        Arc::new(QuestionBroker {
+            events,
+            pending: Mutex::new(HashMap::new()),
+        })
     }
 
-    /// A fresh broker as the tool context's question host.
-    pub fn host() -> Arc<dyn QuestionHost> {
-        Self::new()
+    /// A fresh broker announcing on `events`, as the tool context's question host.
+    pub fn host(events: mpsc::UnboundedSender<Event>) -> Arc<dyn QuestionHost> {
+        Self::new(events)
     }
 
     /// The broker behind a tool context, if it has one of ours.
@@ -65,29 +63,21 @@ impl QuestionBroker {
         host.downcast::<QuestionBroker>().ok()
     }
 
-    fn inner(&self) -> MutexGuard<'_, Inner> {
-        self.inner.lock().unwrap_or_else(PoisonError::into_inner)
-    }
-
-    /// Connect the agent's event channel; questions asked before this are unavailable.
-    pub fn attach(&self, events: mpsc::UnboundedSender<Event>) {
-        self.inner().events = Some(events);
+    fn pending_map(&self) -> MutexGuard<'_, HashMap<String, Waiting>> {
+        self.pending.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
     /// Ids of the questions waiting right now.
     pub fn pending(&self) -> Vec<String> {
-        self.inner().pending.keys().cloned().collect()
+        self.pending_map().keys().cloned().collect()
     }
 
-    /// Deliver the user's answer (see `kimi_tools::builtin::ask::parse_answers` for its
-    /// shape). An unreadable answer leaves the question waiting.
-    pub fn answer(
-        &self,
-        request_id: &str,
-        answers: &serde_json::Value,
-    ) -> Result<(), AnswerRejected> {
-        let mut inner = self.inner();
-        let Some(waiting) = inner.pending.get(request_id) else {
+    /// Deliver the user's answer (matched to the questions by
+    /// `kimi_tools::builtin::ask::parse_answers`). An answer that fits no question leaves the
+    /// question waiting.
+    pub fn answer(&self, request_id: &str, answers: &Answers) -> Result<(), AnswerRejected> {
+        let mut pending = self.pending_map();
+        let Some(waiting) = pending.get(request_id) else {
             return Err(AnswerRejected::NotPending(request_id.to_owned()));
         };
         let outcome = parse_answers(&waiting.questions, answers).map_err(|error| {
@@ -96,7 +86,7 @@ impl QuestionBroker {
                 error,
             }
         })?;
-        if let Some(waiting) = inner.pending.remove(request_id) {
+        if let Some(waiting) = pending.remove(request_id) {
             // The asker may have been cancelled a moment ago; then nobody needs the answer.
             let _ = waiting.reply.send(outcome);
         }
@@ -112,7 +102,7 @@ struct Forget<'a> {
 
 impl Drop for Forget<'_> {
     fn drop(&mut self) {
-        self.broker.inner().pending.remove(&self.id);
+        self.broker.pending_map().remove(&self.id);
     }
 }
 
@@ -122,20 +112,18 @@ impl QuestionHost for QuestionBroker {
         let request_id = rec::new_id("question_");
         let (reply, answer) = oneshot::channel();
         {
-            let mut inner = self.inner();
-            let Some(events) = inner.events.clone() else {
-                return QuestionOutcome::Unavailable;
-            };
+            let mut pending = self.pending_map();
             let event = Event::QuestionRequested {
                 request_id: request_id.clone(),
-                questions: json!({ "questions": questions }),
+                questions: QuestionSet {
+                    questions: questions.clone(),
+                },
             };
-            if events.send(event).is_err() {
+            // Nobody reads the agent's events any more: no front end can answer.
+            if self.events.send(event).is_err() {
                 return QuestionOutcome::Unavailable;
             }
-            inner
-                .pending
-                .insert(request_id.clone(), Waiting { questions, reply });
+            pending.insert(request_id.clone(), Waiting { questions, reply });
         }
         let _forget = Forget {
             broker: self,

@@ -5,7 +5,11 @@ use kimi_protocol::loop_event::{
     ContentPartEvent, StepBegin, StepEnd, ToolCallEvent, ToolOutput, ToolResultEvent,
     ToolResultPayload,
 };
-use kimi_protocol::record::{AppendLoopEvent, AppendMessage, PromptRecord, TurnEnded, TurnPrompt};
+use kimi_protocol::ops::TurnEndReason;
+use kimi_protocol::record::{
+    AppendLoopEvent, AppendMessage, ProfileBind, PromptKind, PromptQueued, PromptRecord, TurnEnded,
+    TurnPrompt,
+};
 use kimi_protocol::{ContentPart, LoopEvent, Message, Origin, RecordPayload, ToolCall};
 use serde_json::{Map, Value};
 
@@ -106,14 +110,14 @@ pub fn turn_prompt(
 
 pub fn turn_ended(
     turn_id: u64,
-    reason: &str,
+    reason: TurnEndReason,
     error: Option<&str>,
     duration_ms: u64,
 ) -> RecordPayload {
     RecordPayload::TurnEnded(TurnEnded {
         agent_id: None,
         turn_id,
-        reason: reason.to_owned(),
+        reason,
         error: error.map(|e| Value::String(e.to_owned())),
         duration_ms: Some(duration_ms),
         stop_reason: None,
@@ -121,31 +125,24 @@ pub fn turn_ended(
     })
 }
 
-pub fn prompt(kind: &str, prompt_id: &str, reason: Option<&str>) -> RecordPayload {
-    let record = PromptRecord {
+/// A `prompt.*` lifecycle record; `reason` is the outcome a `prompt.completed` carries
+/// (`completed`, `failed` or `blocked`).
+pub fn prompt(kind: PromptKind, prompt_id: &str, reason: Option<TurnEndReason>) -> RecordPayload {
+    kind.payload(PromptRecord {
         agent_id: None,
         prompt_id: Some(prompt_id.to_owned()),
-        reason: reason.map(str::to_owned),
+        reason: reason.map(|r| r.as_str().to_owned()),
         extra: Map::new(),
-    };
-    match kind {
-        "completed" => RecordPayload::PromptCompleted(record),
-        "aborted" => RecordPayload::PromptAborted(record),
-        _ => RecordPayload::PromptSteered(record),
-    }
+    })
 }
 
-/// Our own record (not in the reference's vocabulary): a prompt waiting for its turn, so a
-/// restart does not lose what the user typed.
+/// Our own record: a prompt waiting for its turn, so a restart does not lose what the user
+/// typed.
 pub fn prompt_queued(prompt_id: &str, input: &[ContentPart]) -> RecordPayload {
-    let mut map = Map::new();
-    map.insert("type".into(), Value::from("prompt.queued"));
-    map.insert("promptId".into(), Value::from(prompt_id));
-    map.insert(
-        "input".into(),
-        serde_json::to_value(input).unwrap_or(Value::Array(Vec::new())),
-    );
-    RecordPayload::Other(map)
+    RecordPayload::PromptQueued(PromptQueued {
+        prompt_id: prompt_id.to_owned(),
+        input: input.to_vec(),
+    })
 }
 
 pub fn new_id(prefix: &str) -> String {
@@ -159,15 +156,9 @@ pub fn profile_bind(
     file: Option<&std::path::Path>,
     system_prompt: &str,
 ) -> RecordPayload {
-    let mut map = Map::new();
-    map.insert("type".into(), Value::from("profile.bind"));
-    map.insert("profile".into(), Value::from(profile));
-    if let Some(file) = file {
-        map.insert(
-            "profileFile".into(),
-            Value::from(file.display().to_string()),
-        );
-    }
-    map.insert("systemPrompt".into(), Value::from(system_prompt));
-    RecordPayload::Other(map)
+    RecordPayload::ProfileBind(ProfileBind {
+        profile: Some(profile.to_owned()),
+        profile_file: file.map(|f| f.display().to_string()),
+        system_prompt: Some(system_prompt.to_owned()),
+    })
 }

@@ -115,8 +115,61 @@ pub struct Shared {
     pub user_cancelled: bool,
     /// Fired when a steer arrives, so waits (WaitFor) can end early.
     pub steer_signal: CancellationToken,
-    pub approvals: HashMap<String, oneshot::Sender<UserAnswer>>,
     pub shutting_down: bool,
+}
+
+/// An agent's side toward its front ends: the event channel and the approvals waiting for the
+/// user. It exists before the agent's runtime, so the parts built first hold it from their
+/// construction (the question broker announces questions on it, the subagent host relays its
+/// agents' approvals through it) — there is no later step to forget.
+pub struct FrontLink {
+    events: mpsc::UnboundedSender<Event>,
+    approvals: Mutex<HashMap<String, oneshot::Sender<UserAnswer>>>,
+}
+
+impl FrontLink {
+    /// A link and the receiving end of its events (what front ends read).
+    pub fn new() -> (Arc<FrontLink>, mpsc::UnboundedReceiver<Event>) {
+        let (events, rx) = mpsc::unbounded_channel();
+        let link = FrontLink {
+            events,
+            approvals: Mutex::new(HashMap::new()),
+        };
+        (Arc::new(link), rx)
+    }
+
+    pub fn emit(&self, event: Event) {
+        // A front end that went away is not an engine error.
+        let _ = self.events.send(event);
+    }
+
+    /// A sender of this link's events (for parts that only announce).
+    pub fn events(&self) -> mpsc::UnboundedSender<Event> {
+        self.events.clone()
+    }
+
+    fn approvals(&self) -> MutexGuard<'_, HashMap<String, oneshot::Sender<UserAnswer>>> {
+        self.approvals
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// Wait for the answer to approval `request_id` (delivered by `Op::Approve`).
+    pub fn await_approval(&self, request_id: &str) -> oneshot::Receiver<UserAnswer> {
+        let (tx, rx) = oneshot::channel();
+        self.approvals().insert(request_id.to_owned(), tx);
+        rx
+    }
+
+    /// The waiter of approval `request_id`, if it is still pending.
+    pub fn take_approval(&self, request_id: &str) -> Option<oneshot::Sender<UserAnswer>> {
+        self.approvals().remove(request_id)
+    }
+
+    /// Withdraw approval `request_id` (its asker stopped waiting).
+    pub fn forget_approval(&self, request_id: &str) {
+        self.approvals().remove(request_id);
+    }
 }
 
 pub struct Runtime {
@@ -128,15 +181,11 @@ pub struct Runtime {
     pub wake: Notify,
     /// Counts finished jobs, so watchers can wait for the agent to go idle again.
     pub jobs_done: tokio::sync::watch::Sender<u64>,
-    events: mpsc::UnboundedSender<Event>,
+    link: Arc<FrontLink>,
 }
 
 impl Runtime {
-    pub fn new(
-        config: AgentConfig,
-        log: AgentLog,
-        events: mpsc::UnboundedSender<Event>,
-    ) -> Arc<Self> {
+    pub fn new(config: AgentConfig, log: AgentLog, link: Arc<FrontLink>) -> Arc<Self> {
         let compaction = CompactionService::new(config.compaction);
         Arc::new(Runtime {
             config,
@@ -146,8 +195,13 @@ impl Runtime {
             compaction: Mutex::new(compaction),
             wake: Notify::new(),
             jobs_done: tokio::sync::watch::Sender::new(0),
-            events,
+            link,
         })
+    }
+
+    /// The link to this agent's front ends (events and pending approvals).
+    pub fn link(&self) -> &Arc<FrontLink> {
+        &self.link
     }
 
     /// The log; a poisoned lock (a panic elsewhere) is recovered rather than propagated,
@@ -171,8 +225,7 @@ impl Runtime {
     }
 
     pub fn emit(&self, event: Event) {
-        // A front end that went away is not an engine error.
-        let _ = self.events.send(event);
+        self.link.emit(event);
     }
 
     /// Commit records; a write error is reported to the front ends and kept pending by the

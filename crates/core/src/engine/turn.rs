@@ -11,6 +11,7 @@ use kimi_context::tool_call_ids::ToolCallIdNormalizer;
 use kimi_llm::{Accumulator, ChatRequest, Completion, ErrorKind, FinishReason};
 use kimi_protocol::ops::{Event, TurnEndReason};
 use kimi_protocol::origin::KnownOrigin;
+use kimi_protocol::record::PromptKind;
 use kimi_protocol::{ContentPart, Message, Origin, Role};
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
@@ -135,8 +136,17 @@ pub async fn run_turn(rt: &Arc<Runtime>, prompt: Pending, cancel: CancellationTo
         }));
         records.push(rec::message(verdict));
         records.push(rec::message(user));
-        records.push(rec::turn_ended(turn_id, "blocked", Some(reason), 0));
-        records.push(rec::prompt("completed", &prompt.prompt_id, Some("blocked")));
+        records.push(rec::turn_ended(
+            turn_id,
+            TurnEndReason::Blocked,
+            Some(reason),
+            0,
+        ));
+        records.push(rec::prompt(
+            PromptKind::Completed,
+            &prompt.prompt_id,
+            Some(TurnEndReason::Blocked),
+        ));
         rt.commit(records);
         rt.emit(Event::TurnStarted { turn_id });
         set_phase(rt, TurnPhase::Failed);
@@ -279,21 +289,20 @@ pub async fn run_turn(rt: &Arc<Runtime>, prompt: Pending, cancel: CancellationTo
             TurnEndReason::Completed | TurnEndReason::Blocked => {}
         }
     }
-    let reason_text = match reason {
-        TurnEndReason::Completed => "completed",
-        TurnEndReason::Cancelled => "cancelled",
-        TurnEndReason::Failed => "failed",
-        TurnEndReason::Blocked => "blocked",
-    };
     let duration = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
+    // A prompt whose turn was cancelled still completed (as far as the queue is concerned).
     let prompt_reason = if reason == TurnEndReason::Failed {
-        "failed"
+        TurnEndReason::Failed
     } else {
-        "completed"
+        TurnEndReason::Completed
     };
     rt.commit(vec![
-        rec::turn_ended(turn_id, reason_text, error.as_deref(), duration),
-        rec::prompt("completed", &prompt.prompt_id, Some(prompt_reason)),
+        rec::turn_ended(turn_id, reason, error.as_deref(), duration),
+        rec::prompt(
+            PromptKind::Completed,
+            &prompt.prompt_id,
+            Some(prompt_reason),
+        ),
     ]);
     set_phase(rt, phase);
     {
@@ -725,6 +734,7 @@ async fn finish_step(
         step,
         step_uuid: uuid.to_owned(),
         cancel: cancel.clone(),
+        calls_in_step: message.tool_calls.len(),
     };
     wait_for_late_tools(rt, &message.tool_calls, cancel).await;
     let user_cancel = rt.shared().user_cancelled;

@@ -22,11 +22,16 @@ pub(super) struct TurnHost<'a> {
     pub(super) step: u32,
     pub(super) step_uuid: String,
     pub(super) cancel: CancellationToken,
+    /// How many tool calls the step's response holds (AgentSwarm must be alone in it).
+    pub(super) calls_in_step: usize,
 }
 
 #[async_trait::async_trait]
 impl BatchHost for TurnHost<'_> {
     fn decide(&self, call: &ToolCall, args: &Value, plan: &ToolPlan) -> GateDecision {
+        if let Some(text) = crate::subagent::swarm_veto(&call.name, self.calls_in_step) {
+            return GateDecision::Deny(text);
+        }
         let gate = self.rt.config.permissions.decide(call, args, plan);
         match &self.rt.config.plan {
             Some(plan_mode) => {
@@ -52,8 +57,7 @@ impl BatchHost for TurnHost<'_> {
         danger: Option<&str>,
     ) -> Option<UserAnswer> {
         let request_id = rec::new_id("apr_");
-        let (tx, rx) = tokio::sync::oneshot::channel();
-        self.rt.shared().approvals.insert(request_id.clone(), tx);
+        let rx = self.rt.link().await_approval(&request_id);
         set_phase(
             self.rt,
             TurnPhase::AwaitingApproval {
@@ -102,7 +106,7 @@ impl BatchHost for TurnHost<'_> {
             answer = rx => answer.ok(),
             () = self.cancel.cancelled() => None,
         };
-        self.rt.shared().approvals.remove(&request_id);
+        self.rt.link().forget_approval(&request_id);
         if let Some(hooks) = &self.rt.config.hooks {
             let (decision, scope, feedback) = match &answer {
                 Some(UserAnswer::Approve | UserAnswer::ApproveOption(_)) => {
@@ -197,12 +201,16 @@ impl BatchHost for TurnHost<'_> {
     }
 
     fn finished(&self, call: &ToolCall, result: &ToolResult) {
-        self.rt.commit(vec![rec::tool_result(
+        // The state change the tool made (todos, plan mode, cron) and its result are one
+        // batch: durable together, or (on a write error) retried together.
+        let mut records = result.records.clone();
+        records.push(rec::tool_result(
             &call.id,
             result.output.clone(),
             result.is_error,
             result.note.clone(),
-        )]);
+        ));
+        self.rt.commit(records);
         self.rt.emit(Event::ToolResult {
             tool_call_id: call.id.clone(),
             output: result.output.clone().into_parts(),

@@ -7,21 +7,16 @@ pub mod reminders;
 pub mod tools;
 
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex, MutexGuard, OnceLock, Weak};
+use std::sync::{Mutex, MutexGuard};
 
 use kimi_protocol::RecordPayload;
 use kimi_protocol::ops::PermissionMode;
-use serde_json::{Map, Value};
+use kimi_protocol::record::PlanModeRecord;
 
 use crate::engine::executor::GateDecision;
 use crate::engine::permissions::call_facts;
-use crate::engine::runtime::Runtime;
 use crate::permission::{ListenerVerdict, PlanState, Workspace, plan_guard};
 use kimi_tools::ToolPlan;
-
-/// The journal record type of a plan-mode change (ours; unknown to the reference, kept as
-/// `Other` by readers that do not know it).
-pub const PLAN_RECORD_TYPE: &str = "plan.mode";
 
 /// The policy name an `ExitPlanMode` review carries in its approval request.
 pub const REVIEW_POLICY: &str = "exit-plan-mode-review-ask";
@@ -37,31 +32,21 @@ pub struct PlanSnapshot {
 impl PlanSnapshot {
     /// The `plan.mode` record for this state.
     pub fn record(&self) -> RecordPayload {
-        let mut map = Map::new();
-        map.insert("type".into(), Value::from(PLAN_RECORD_TYPE));
-        map.insert("active".into(), Value::from(self.active));
-        if let Some(id) = &self.id {
-            map.insert("planId".into(), Value::from(id.as_str()));
-        }
-        RecordPayload::Other(map)
-    }
-
-    /// Reads a `plan.mode` record; `None` for any other record.
-    pub fn from_record(payload: &RecordPayload) -> Option<PlanSnapshot> {
-        let RecordPayload::Other(map) = payload else {
-            return None;
-        };
-        if map.get("type").and_then(Value::as_str) != Some(PLAN_RECORD_TYPE) {
-            return None;
-        }
-        Some(PlanSnapshot {
-            active: map.get("active").and_then(Value::as_bool).unwrap_or(false),
-            id: map
-                .get("planId")
-                .and_then(Value::as_str)
-                .filter(|id| is_valid_id(id))
-                .map(str::to_owned),
+        RecordPayload::PlanMode(PlanModeRecord {
+            active: self.active,
+            plan_id: self.id.clone(),
         })
+    }
+}
+
+impl From<&PlanModeRecord> for PlanSnapshot {
+    /// A journaled plan id that is not a slug (hand-edited, or hostile) is dropped: it would
+    /// name a file outside the plans directory.
+    fn from(record: &PlanModeRecord) -> Self {
+        PlanSnapshot {
+            active: record.active,
+            id: record.plan_id.clone().filter(|id| is_valid_id(id)),
+        }
     }
 }
 
@@ -109,12 +94,13 @@ pub enum PlanError {
 }
 
 /// The live plan-mode state of one (main) agent, shared by the engine's guard, the gate
-/// reminders and the plan tools. Every change is journaled through the attached runtime.
+/// reminders and the plan tools. Every change returns the `plan.mode` record that makes it
+/// durable; the caller hands it to the engine (a tool in its result, an op handler through
+/// `Runtime::commit`), so no change can happen without its record reaching the journal's writer.
 pub struct PlanMode {
     plans_dir: PathBuf,
     workspace: Workspace,
     state: Mutex<PlanSnapshot>,
-    runtime: OnceLock<Weak<Runtime>>,
 }
 
 impl std::fmt::Debug for PlanMode {
@@ -134,13 +120,7 @@ impl PlanMode {
             plans_dir: agent_dir.join("plans"),
             workspace,
             state: Mutex::new(restored.unwrap_or_default()),
-            runtime: OnceLock::new(),
         }
-    }
-
-    /// Journal changes through this agent's runtime from now on.
-    pub fn attach(&self, runtime: &Arc<Runtime>) {
-        let _ = self.runtime.set(Arc::downgrade(runtime));
     }
 
     fn state(&self) -> MutexGuard<'_, PlanSnapshot> {
@@ -170,22 +150,20 @@ impl PlanMode {
             .unwrap_or_default()
     }
 
-    fn set(&self, next: PlanSnapshot) {
-        let changed = {
-            let mut state = self.state();
-            let changed = *state != next;
-            *state = next.clone();
-            changed
-        };
-        if changed && let Some(rt) = self.runtime.get().and_then(Weak::upgrade) {
-            rt.commit(vec![next.record()]);
-        }
+    /// Take `next`; the record to journal when that changed anything.
+    fn set(&self, next: PlanSnapshot) -> Option<RecordPayload> {
+        let mut state = self.state();
+        let changed = *state != next;
+        *state = next;
+        changed.then(|| state.record())
     }
 
     /// Turn plan mode on. `fresh` starts a new plan id (EnterPlanMode); otherwise the last
     /// plan continues (`/plan`, Shift-Tab, `--plan`). The file itself is not created; its
-    /// directory is, so the Write tool can create it. Returns the plan file's path.
-    pub fn enter(&self, fresh: bool) -> PathBuf {
+    /// directory is, so the Write tool can create it. Returns the plan file's path and the
+    /// record to journal.
+    #[must_use = "the returned plan.mode record must be committed"]
+    pub fn enter(&self, fresh: bool) -> (PathBuf, Option<RecordPayload>) {
         let id = match self.state().id.clone() {
             Some(id) if !fresh => id,
             Some(_) | None => new_plan_id(),
@@ -194,28 +172,31 @@ impl PlanMode {
             tracing::warn!("cannot create {}: {err}", self.plans_dir.display());
         }
         let path = self.plans_dir.join(format!("{id}.md"));
-        self.set(PlanSnapshot {
+        let record = self.set(PlanSnapshot {
             active: true,
             id: Some(id),
         });
-        path
+        (path, record)
     }
 
-    /// Turn plan mode off (the plan id is kept for a later re-entry).
-    pub fn exit(&self) {
+    /// Turn plan mode off (the plan id is kept for a later re-entry); the record to journal.
+    #[must_use = "the returned plan.mode record must be committed"]
+    pub fn exit(&self) -> Option<RecordPayload> {
         let id = self.state().id.clone();
-        self.set(PlanSnapshot { active: false, id });
+        self.set(PlanSnapshot { active: false, id })
     }
 
-    /// `Op::SetPlanMode`.
-    pub fn set_enabled(&self, enabled: bool) {
+    /// `Op::SetPlanMode`; the record to journal when the state changed.
+    #[must_use = "the returned plan.mode record must be committed"]
+    pub fn set_enabled(&self, enabled: bool) -> Option<RecordPayload> {
         if enabled {
             if !self.is_active() {
-                self.enter(false);
+                return self.enter(false).1;
             }
         } else if self.is_active() {
-            self.exit();
+            return self.exit();
         }
+        None
     }
 
     /// `/plan clear`: empty the current plan file (when it exists); returns its path.
@@ -291,18 +272,42 @@ mod tests {
             active: true,
             id: Some(id),
         };
-        assert_eq!(PlanSnapshot::from_record(&snap.record()), Some(snap));
-        let mut bad = Map::new();
-        bad.insert("type".into(), Value::from(PLAN_RECORD_TYPE));
-        bad.insert("active".into(), Value::from(true));
-        bad.insert("planId".into(), Value::from("../../etc/passwd"));
+        let RecordPayload::PlanMode(record) = snap.record() else {
+            panic!("not a plan.mode record");
+        };
+        assert_eq!(PlanSnapshot::from(&record), snap);
+        let bad = PlanModeRecord {
+            active: true,
+            plan_id: Some("../../etc/passwd".to_owned()),
+        };
         assert_eq!(
-            PlanSnapshot::from_record(&RecordPayload::Other(bad)),
-            Some(PlanSnapshot {
+            PlanSnapshot::from(&bad),
+            PlanSnapshot {
                 active: true,
                 id: None
-            })
+            }
         );
+    }
+
+    #[test]
+    fn changes_return_their_record_and_no_change_returns_none() {
+        let dir = tempfile::tempdir().unwrap();
+        let ws = Workspace::new(dir.path(), &[], None);
+        let plan = PlanMode::new(dir.path(), ws, None);
+        let (_, record) = plan.enter(false);
+        assert!(matches!(
+            record,
+            Some(RecordPayload::PlanMode(PlanModeRecord { active: true, .. }))
+        ));
+        assert_eq!(plan.set_enabled(true), None);
+        assert!(matches!(
+            plan.set_enabled(false),
+            Some(RecordPayload::PlanMode(PlanModeRecord {
+                active: false,
+                ..
+            }))
+        ));
+        assert_eq!(plan.exit(), None);
     }
 
     #[test]
@@ -310,11 +315,11 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let ws = Workspace::new(dir.path(), &[], None);
         let plan = PlanMode::new(dir.path(), ws, None);
-        let first = plan.enter(false);
-        plan.exit();
+        let (first, _) = plan.enter(false);
+        let _ = plan.exit();
         assert!(!plan.is_active());
-        assert_eq!(plan.enter(false), first);
-        assert_ne!(plan.enter(true), first);
+        assert_eq!(plan.enter(false).0, first);
+        assert_ne!(plan.enter(true).0, first);
         assert!(plan.is_active());
     }
 }

@@ -88,8 +88,8 @@ impl Execution for EnterExecution {
                 path.display()
             ));
         }
-        let path = self.plan.enter(true);
-        ToolResult::ok(workflow_text(&path))
+        let (path, record) = self.plan.enter(true);
+        ToolResult::ok(workflow_text(&path)).with_records(record)
     }
 }
 
@@ -210,12 +210,13 @@ impl Execution for ExitExecution {
         _cancel: CancellationToken,
         _progress: ProgressSink,
     ) -> ToolResult {
-        self.plan.exit();
+        let record = self.plan.exit();
         ToolResult::ok(format!(
             "Exited plan mode (auto-approved). {}Note: this plan was approved automatically — the user has not reviewed it. Follow the user's original instructions about whether to carry it out now; if they asked you to stop after planning, stop.\n\n## Plan (auto-approved, not reviewed by the user)\n{}",
             plan_header(&self.tool_plan.display.summary),
             self.text
         ))
+        .with_records(record)
     }
 }
 
@@ -295,7 +296,7 @@ pub fn settle_review(plan: &PlanMode, tool_plan: &ToolPlan, answer: &UserAnswer)
     let path = &tool_plan.display.summary;
     match answer {
         UserAnswer::Approve | UserAnswer::ApproveForSession | UserAnswer::ApproveOption(_) => {
-            plan.exit();
+            let record = plan.exit();
             let chosen = match answer {
                 UserAnswer::ApproveOption(label) => format!(
                     "The user chose the approach \"{label}\". Carry out only that approach, none of the alternatives.\n\n"
@@ -308,6 +309,7 @@ pub fn settle_review(plan: &PlanMode, tool_plan: &ToolPlan, answer: &UserAnswer)
                 "Exited plan mode. {chosen}{}## Approved plan\n{text}",
                 plan_header(path)
             ))
+            .with_records(record)
         }
         UserAnswer::Reject(Some(feedback)) if !feedback.trim().is_empty() => {
             ToolResult::ok(format!(

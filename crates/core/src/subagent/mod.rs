@@ -11,19 +11,19 @@ mod tool;
 use std::collections::HashSet;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, OnceLock, Weak};
+use std::sync::{Arc, Mutex};
 
 use kimi_llm::{ModelParams, Provider, RetryPolicy};
 use kimi_store::{FsyncPolicy, Session};
 use kimi_tools::{Tool, ToolContext};
 
 use crate::engine::hooks::EngineHooks;
-use crate::engine::runtime::{PermissionPolicy, Runtime};
+use crate::engine::runtime::{FrontLink, PermissionPolicy};
 use crate::profile::{Profile, ProfileCatalog, PromptEnv};
 
 pub use ramp::MAX_CONCURRENCY_ENV;
 pub use run::{RunOutcome, RunStatus, Target};
-pub use swarm::{AgentSwarmTool, ITEM_PLACEHOLDER, MAX_SWARM_AGENTS, SwarmError};
+pub use swarm::{AgentSwarmTool, ITEM_PLACEHOLDER, MAX_SWARM_AGENTS, SwarmError, swarm_veto};
 pub use tool::AgentTool;
 
 /// Everything a subagent inherits from the session and its caller.
@@ -52,8 +52,8 @@ pub struct SubagentHost {
     pub fsync: FsyncPolicy,
     next_id: AtomicU64,
     running: Mutex<HashSet<String>>,
-    /// The caller's runtime: approvals a subagent needs are asked through it.
-    parent: OnceLock<Weak<Runtime>>,
+    /// The caller's front-end link: approvals a subagent needs are asked through it.
+    parent: Arc<FrontLink>,
 }
 
 /// Why a subagent could not be started.
@@ -95,6 +95,8 @@ pub struct HostParts {
     pub catalog: ProfileCatalog,
     pub caller: Profile,
     pub fsync: FsyncPolicy,
+    /// The caller's link to its front ends (made before the caller's runtime).
+    pub parent: Arc<FrontLink>,
 }
 
 impl SubagentHost {
@@ -133,17 +135,8 @@ impl SubagentHost {
             fsync: parts.fsync,
             next_id: AtomicU64::new(next),
             running: Mutex::new(HashSet::new()),
-            parent: OnceLock::new(),
+            parent: parts.parent,
         })
-    }
-
-    /// Connect the caller's runtime once it exists.
-    pub fn attach(&self, parent: &Arc<Runtime>) {
-        let _ = self.parent.set(Arc::downgrade(parent));
-    }
-
-    fn parent(&self) -> Option<Arc<Runtime>> {
-        self.parent.get().and_then(Weak::upgrade)
     }
 
     fn new_agent_id(&self) -> String {

@@ -149,15 +149,8 @@ impl Follower<'_> {
     /// the caller's `Op::Approve`), and the answer is relayed back.
     fn forward_approval(&mut self, request: ApprovalRequest) {
         let request_id = request.request_id.clone();
-        let Some(parent) = self.host.parent() else {
-            self.handle.send(Op::Approve {
-                request_id,
-                decision: ApprovalDecision::Reject,
-            });
-            return;
-        };
-        let (tx, rx) = tokio::sync::oneshot::channel();
-        parent.shared().approvals.insert(request_id.clone(), tx);
+        let parent = &self.host.parent;
+        let rx = parent.await_approval(&request_id);
         parent.emit(Event::ApprovalRequested(request));
         self.forwarded.push(request_id.clone());
         let child = self.handle.clone();
@@ -263,6 +256,8 @@ impl SubagentHost {
                 ctx.settings.kill_grace,
             );
         }
+        // A resumed subagent continues with the todo list its journal last recorded.
+        ctx.todos.set(restored.todos.clone());
         // Subagents never delegate further, so chains end here.
         let builtins = kimi_tools::builtin::default_registry();
         let available: Vec<Arc<dyn kimi_tools::Tool>> = builtins
@@ -328,11 +323,8 @@ impl SubagentHost {
                 follower.last_text = first;
             }
         }
-        if let Some(parent) = self.parent() {
-            let mut shared = parent.shared();
-            for id in &follower.forwarded {
-                shared.approvals.remove(id);
-            }
+        for id in &follower.forwarded {
+            self.parent.forget_approval(id);
         }
         follower.handle.send(Op::Shutdown);
         drop(follower.handle);

@@ -10,7 +10,6 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use futures::StreamExt;
 use futures::stream::FuturesUnordered;
-use kimi_protocol::Role;
 use kimi_tools::tool::parse_args;
 use kimi_tools::{
     Execution, ProgressSink, Resolution, RuleSubject, Tool, ToolContext, ToolDisplay, ToolError,
@@ -213,26 +212,14 @@ impl AgentSwarmTool {
     }
 }
 
-/// The veto text when the caller's current response holds other tool calls besides this one.
-/// The executor does not tell a tool about its batch, so this reads the caller's history: by
-/// the time any call of a step executes, every call of that step has been recorded in the
-/// step's assistant message.
-fn exclusivity_veto(host: &SubagentHost) -> Option<String> {
-    let parent = host.parent()?;
-    let calls = {
-        let log = parent.log();
-        let last = log
-            .history()
-            .messages()
-            .iter()
-            .rev()
-            .find(|m| m.role == Role::Assistant)?;
-        if !last.tool_calls.iter().any(|c| c.name == NAME) {
-            return None;
-        }
-        last.tool_calls.len()
-    };
-    match swarm_exclusive(&CallFacts::name_only(NAME), calls) {
+/// The veto text when `tool` is AgentSwarm and the response holding it has other tool calls
+/// (`calls_in_response` counts them all). The engine asks this in its permission decision,
+/// where the step's calls are known, so the swarm needs no view into its caller.
+pub fn swarm_veto(tool: &str, calls_in_response: usize) -> Option<String> {
+    if tool != NAME {
+        return None;
+    }
+    match swarm_exclusive(&CallFacts::name_only(NAME), calls_in_response) {
         ListenerVerdict::Veto(text) => Some(format!(
             "{text} No subagent was started; the other calls of that response ran normally."
         )),
@@ -426,9 +413,6 @@ impl Execution for SwarmExecution {
         cancel: CancellationToken,
         _progress: ProgressSink,
     ) -> ToolResult {
-        if let Some(text) = exclusivity_veto(&self.host) {
-            return ToolResult::error(text);
-        }
         let cap = match parse_max_concurrency(std::env::var(MAX_CONCURRENCY_ENV).ok().as_deref()) {
             Ok(cap) => cap,
             Err(err) => return ToolResult::error(SwarmError::from(err).to_string()),

@@ -86,7 +86,7 @@ async fn a_scheduled_job_fires_as_a_turn_survives_resume_and_is_deleted() {
     // 10:02 → 10:12: the 10:05 and 10:10 fires are due and collapse into one delivery.
     s.server.push(ScriptTurn::text("The build is green."));
     clock.advance(Duration::from_secs(10 * 60));
-    cron.tick();
+    cron.tick(s.opened.agent.handle.runtime());
     let (reason, error) = s.turn_end().await;
     assert_eq!(reason, TurnEndReason::Completed, "{error:?}");
     let requests = s.requests();
@@ -99,7 +99,7 @@ async fn a_scheduled_job_fires_as_a_turn_survives_resume_and_is_deleted() {
         )
     );
     // Nothing more is due until 10:15.
-    assert_eq!(cron.tick(), 0);
+    assert_eq!(cron.tick(s.opened.agent.handle.runtime()), 0);
 
     // CronList shows the job with its next fire.
     s.server
@@ -156,7 +156,11 @@ async fn a_scheduled_job_fires_as_a_turn_survives_resume_and_is_deleted() {
     );
     assert!(cron.is_empty());
     clock.advance(Duration::from_secs(3600));
-    assert_eq!(cron.tick(), 0, "a deleted job never fires");
+    assert_eq!(
+        cron.tick(s.opened.agent.handle.runtime()),
+        0,
+        "a deleted job never fires"
+    );
     s.close().await;
     drop(s);
 

@@ -191,7 +191,7 @@ impl Session {
         let marker = format!("barrier-{}", self.events.len());
         self.send(Op::Answer {
             request_id: marker.clone(),
-            answers: Value::Null,
+            answers: kimi_protocol::question::Answers::Dismissed,
         });
         self.wait_for(|e| matches!(e, Event::Warning { message } if message.contains(&marker)))
             .await;

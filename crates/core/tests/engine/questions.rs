@@ -5,12 +5,18 @@
 use kimi_llm::ProviderType;
 use kimi_llm::scripted::ScriptTurn;
 use kimi_protocol::ops::{Event, Op, TurnEndReason};
+use kimi_protocol::question::Answers;
 use pretty_assertions::assert_eq;
 use serde_json::{Value, json};
 
 use crate::harness::{Dirs, Session, tool_results};
 
 const ARGS: &str = r#"{"questions":[{"question":"Which database?","header":"DB","options":[{"label":"SQLite","description":"a file"},{"label":"Postgres"}]},{"question":"Which extras?","options":[{"label":"Cache"},{"label":"Search"},{"label":"Metrics"}],"multi_select":true}]}"#;
+
+/// The answer payload a front end sent, read as the engine reads `Op::Answer`.
+fn answers(payload: Value) -> Answers {
+    Answers::from_json(&payload).expect("a readable answer payload")
+}
 
 async fn asked(s: &mut Session) -> (String, Value) {
     match s
@@ -20,7 +26,7 @@ async fn asked(s: &mut Session) -> (String, Value) {
         Event::QuestionRequested {
             request_id,
             questions,
-        } => (request_id, questions),
+        } => (request_id, serde_json::to_value(questions).unwrap()),
         _ => unreachable!(),
     }
 }
@@ -46,7 +52,7 @@ async fn an_answer_reaches_the_model_as_the_tool_result() {
         // An answer to a question nobody asked is refused and the question keeps waiting.
         s.send(Op::Answer {
             request_id: id.clone(),
-            answers: json!({"answers": {"Which colour?": "Blue"}}),
+            answers: answers(json!({"answers": {"Which colour?": "Blue"}})),
         });
         let warning = s.wait_for(|e| matches!(e, Event::Warning { .. })).await;
         assert!(
@@ -57,7 +63,7 @@ async fn an_answer_reaches_the_model_as_the_tool_result() {
         // The TUI's shape: a label per question, a list for multi-select, free text = Other.
         s.send(Op::Answer {
             request_id: id.clone(),
-            answers: json!({"answers": {"Which database?": "Postgres", "Which extras?": ["Cache", "Metrics"]}}),
+            answers: answers(json!({"answers": {"Which database?": "Postgres", "Which extras?": ["Cache", "Metrics"]}})),
         });
         let (reason, error) = s.turn_end().await;
         assert_eq!(reason, TurnEndReason::Completed, "{error:?}");
@@ -74,7 +80,7 @@ async fn an_answer_reaches_the_model_as_the_tool_result() {
         // Answered once: a second answer finds nothing waiting.
         s.send(Op::Answer {
             request_id: id.clone(),
-            answers: json!({"answers": {"Which database?": "SQLite"}}),
+            answers: answers(json!({"answers": {"Which database?": "SQLite"}})),
         });
         s.wait_for(|e| matches!(e, Event::Warning { message } if message.contains(&id) && message.contains("no question")))
             .await;
@@ -90,10 +96,10 @@ async fn web_kinds_and_other_text_are_read() {
     let (id, _) = asked(&mut s).await;
     s.send(Op::Answer {
         request_id: id,
-        answers: json!({"answers": {
+        answers: answers(json!({"answers": {
             "q0": {"kind": "other", "text": "MySQL, for legacy reasons"},
             "q1": {"kind": "multi_with_other", "option_ids": ["opt_1"], "other_text": "Tracing"}
-        }, "method": "enter"}),
+        }, "method": "enter"})),
     });
     let (reason, _) = s.turn_end().await;
     assert_eq!(reason, TurnEndReason::Completed);
@@ -113,7 +119,7 @@ async fn a_dismissed_question_tells_the_model_not_to_ask_again() {
     let (id, _) = asked(&mut s).await;
     s.send(Op::Answer {
         request_id: id,
-        answers: json!({"dismissed": true}),
+        answers: answers(json!({"dismissed": true})),
     });
     let (reason, _) = s.turn_end().await;
     assert_eq!(reason, TurnEndReason::Completed);
@@ -157,7 +163,7 @@ async fn cancel_while_a_question_waits_ends_the_call_as_interrupted() {
     // The question is gone: a late answer is refused.
     s.send(Op::Answer {
         request_id: id.clone(),
-        answers: json!({"answers": {"Which database?": "SQLite"}}),
+        answers: answers(json!({"answers": {"Which database?": "SQLite"}})),
     });
     s.wait_for(|e| matches!(e, Event::Warning { message } if message.contains(&id)))
         .await;

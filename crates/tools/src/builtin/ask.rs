@@ -5,7 +5,7 @@ use std::any::Any;
 use std::collections::HashSet;
 
 use async_trait::async_trait;
-use serde::{Deserialize, Serialize};
+use serde::Deserialize;
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
@@ -16,22 +16,7 @@ use crate::tool::{Execution, Resolution, RuleSubject, Tool, ToolDisplay, ToolPla
 
 pub const MAX_HEADER_CHARS: usize = 12;
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct QuestionOption {
-    pub label: String,
-    #[serde(default)]
-    pub description: String,
-}
-
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Question {
-    pub question: String,
-    #[serde(default)]
-    pub header: String,
-    pub options: Vec<QuestionOption>,
-    #[serde(default)]
-    pub multi_select: bool,
-}
+pub use kimi_protocol::question::{Answers, Question, QuestionAnswer, QuestionOption};
 
 /// The user's answer to one question: chosen labels and/or free text ("Other").
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -64,42 +49,18 @@ pub trait QuestionHost: Any + Send + Sync {
 #[error("{0}")]
 pub struct AnswerError(pub String);
 
-/// Read a front end's answer to `questions`. Accepted shapes:
-///
-/// - `{"dismissed": true}`, `{}` or `{"answers": {}}`: the user closed the dialog;
-/// - `{"answers": {KEY: ANSWER, ...}}` (a bare `{KEY: ANSWER}` map is read the same way), where
-///   KEY is the question text or `q<index>` (0-based), and ANSWER is one of
-///   - `"label"`: that option; text matching no label is a free-form ("Other") answer,
-///   - `["label", ...]`: several options (multi-select); unknown entries become "Other" text,
-///   - `{"kind": "single", "option_id": L}`, `{"kind": "multi", "option_ids": [L, ...]}`,
-///     `{"kind": "other", "text": T}`, `{"kind": "multi_with_other", "option_ids": [...],
-///     "other_text": T}`, `{"kind": "skipped"}` (the web API's form; option ids are labels or
-///     `opt_<index>`).
-///
-/// Questions left out (or skipped) are unanswered; when none is answered the outcome is
-/// [`QuestionOutcome::Dismissed`].
+/// Match a front end's answers (see [`Answers`] for their shapes) to `questions`: keys are the
+/// question text or `q<index>` (0-based); option ids are labels or `opt_<index>`; text matching
+/// no label is a free-form ("Other") answer. Questions left out (or skipped) are unanswered;
+/// when none is answered the outcome is [`QuestionOutcome::Dismissed`].
 pub fn parse_answers(
     questions: &[Question],
-    value: &Value,
+    answers: &Answers,
 ) -> Result<QuestionOutcome, AnswerError> {
-    let Some(obj) = value.as_object() else {
-        return Err(AnswerError(format!(
-            "answers must be a JSON object like {{\"answers\": {{\"<question>\": \"<label>\"}}}}, got {value}"
-        )));
-    };
-    if obj.get("dismissed").and_then(Value::as_bool) == Some(true) {
+    let Some(map) = answers.given() else {
         return Ok(QuestionOutcome::Dismissed);
-    }
-    let map = match obj.get("answers") {
-        Some(Value::Object(map)) => map,
-        Some(other) => {
-            return Err(AnswerError(format!(
-                "\"answers\" must map question texts to answers, got {other}"
-            )));
-        }
-        None => obj,
     };
-    let mut answers = Vec::new();
+    let mut answered = Vec::new();
     for (key, raw) in map {
         let found = questions.iter().enumerate().find(|(i, q)| {
             q.question == *key || q.question.trim() == key.trim() || format!("q{i}") == *key
@@ -111,23 +72,23 @@ pub fn parse_answers(
                 known.join(" | ")
             )));
         };
-        if let Some(answer) = read_answer(q, raw)? {
-            answers.push(answer);
+        if let Some(answer) = read_answer(q, raw) {
+            answered.push(answer);
         }
     }
-    if answers.is_empty() {
+    if answered.is_empty() {
         return Ok(QuestionOutcome::Dismissed);
     }
     // Keep the order the questions were asked in.
-    answers.sort_by_key(|a| questions.iter().position(|q| q.question == a.question));
-    Ok(QuestionOutcome::Answered(answers))
+    answered.sort_by_key(|a| questions.iter().position(|q| q.question == a.question));
+    Ok(QuestionOutcome::Answered(answered))
 }
 
-/// One question's answer; `None` when it was skipped.
-fn read_answer(q: &Question, raw: &Value) -> Result<Option<Answer>, AnswerError> {
+/// One question's answer; `None` when it was skipped or says nothing.
+fn read_answer(q: &Question, raw: &QuestionAnswer) -> Option<Answer> {
     let mut selected = Vec::new();
     let mut other: Vec<String> = Vec::new();
-    let mut pick = |id: &str, free: bool| {
+    let mut pick = |id: &str| {
         let by_label = q
             .options
             .iter()
@@ -138,70 +99,31 @@ fn read_answer(q: &Question, raw: &Value) -> Result<Option<Answer>, AnswerError>
             .and_then(|n| q.options.get(n));
         match by_label.or(by_index) {
             Some(opt) => selected.push(opt.label.clone()),
-            None if free || !id.trim().is_empty() => other.push(id.to_owned()),
+            None if !id.trim().is_empty() => other.push(id.to_owned()),
             None => {}
         }
     };
-    let bad = || {
-        AnswerError(format!(
-            "cannot read the answer to \"{}\": {raw}; give a label, a list of labels, or {{\"kind\": ...}}",
-            q.question
-        ))
-    };
     match raw {
-        Value::Null => return Ok(None),
-        Value::String(s) => pick(s, false),
-        Value::Array(items) => {
-            for item in items {
-                pick(item.as_str().ok_or_else(bad)?, false);
-            }
+        QuestionAnswer::Skipped => return None,
+        QuestionAnswer::Label(label) => pick(label),
+        QuestionAnswer::Labels(labels) => labels.iter().for_each(|l| pick(l)),
+        QuestionAnswer::Detailed {
+            option_ids,
+            other: texts,
+            ..
+        } => {
+            option_ids.iter().for_each(|id| pick(id));
+            other.extend(texts.iter().filter(|t| !t.trim().is_empty()).cloned());
         }
-        Value::Object(o) => {
-            let strs = |key: &str| -> Result<Vec<String>, AnswerError> {
-                match o.get(key) {
-                    None => Ok(Vec::new()),
-                    Some(Value::Array(items)) => items
-                        .iter()
-                        .map(|v| v.as_str().map(str::to_owned).ok_or_else(bad))
-                        .collect(),
-                    Some(Value::String(s)) => Ok(vec![s.clone()]),
-                    Some(_) => Err(bad()),
-                }
-            };
-            match o.get("kind").and_then(Value::as_str) {
-                Some("skipped") => return Ok(None),
-                Some("single" | "multi" | "other" | "multi_with_other") | None => {
-                    for id in strs("option_id")?.into_iter().chain(strs("option_ids")?) {
-                        pick(&id, false);
-                    }
-                    for text in strs("text")?
-                        .into_iter()
-                        .chain(strs("other_text")?)
-                        .chain(strs("other")?)
-                    {
-                        if !text.trim().is_empty() {
-                            other.push(text);
-                        }
-                    }
-                }
-                Some(kind) => {
-                    return Err(AnswerError(format!(
-                        "unknown answer kind \"{kind}\" for \"{}\": use single, multi, other, multi_with_other or skipped",
-                        q.question
-                    )));
-                }
-            }
-        }
-        _ => return Err(bad()),
     }
     if selected.is_empty() && other.is_empty() {
-        return Ok(None);
+        return None;
     }
-    Ok(Some(Answer {
+    Some(Answer {
         question: q.question.clone(),
         selected,
         other: (!other.is_empty()).then(|| other.join("; ")),
-    }))
+    })
 }
 
 #[derive(Debug, Deserialize)]

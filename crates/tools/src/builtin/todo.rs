@@ -1,9 +1,13 @@
 //! TodoList: the agent's plan as a short checklist; omitted `todos` reads it, `[]` clears it.
+//! A write returns a `todo.set` record for the engine to journal, so the list survives resume,
+//! reaches the compaction footer and goes back with undo.
 
 use std::sync::{Arc, Mutex};
 
 use async_trait::async_trait;
-use serde::{Deserialize, Serialize};
+use kimi_protocol::RecordPayload;
+use kimi_protocol::record::TodoSet;
+use serde::Deserialize;
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
@@ -12,21 +16,10 @@ use crate::error::ToolError;
 use crate::result::ToolResult;
 use crate::tool::{Execution, Resolution, RuleSubject, Tool, ToolDisplay, ToolPlan, parse_args};
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum TodoStatus {
-    Pending,
-    InProgress,
-    Done,
-}
+pub use kimi_protocol::record::{TodoItem, TodoStatus};
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct TodoItem {
-    pub title: String,
-    pub status: TodoStatus,
-}
-
-/// The shared list; cloning shares it.
+/// The agent's current list (what a read returns); cloning shares it. The engine sets it from
+/// the journal on resume and undo.
 #[derive(Debug, Clone, Default)]
 pub struct TodoStore(Arc<Mutex<Vec<TodoItem>>>);
 
@@ -162,8 +155,9 @@ impl Execution for TodoExecution {
                 } else {
                     format!("Todo list updated:\n{}", render(&items))
                 };
-                ctx.todos.set(items);
+                ctx.todos.set(items.clone());
                 ToolResult::ok(text)
+                    .with_records([RecordPayload::TodoSet(TodoSet { todos: items })])
             }
         }
     }

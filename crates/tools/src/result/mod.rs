@@ -11,8 +11,8 @@ pub use builder::{BuilderError, ToolResultBuilder};
 pub use truncate::{MODEL_BUDGET_CHARS, SpillOutcome, truncate_for_model};
 pub use utf16::{utf16_len, utf16_prefix, utf16_suffix};
 
-use kimi_protocol::ContentPart;
 pub use kimi_protocol::loop_event::ToolOutput;
+use kimi_protocol::{ContentPart, RecordPayload};
 
 /// What a tool returns for one call.
 #[derive(Debug, Clone, PartialEq)]
@@ -27,6 +27,10 @@ pub struct ToolResult {
     pub spill_exempt: bool,
     /// No continuation step after this batch.
     pub stop_turn: bool,
+    /// Journal records the engine commits together with this call's result (a todo list, a
+    /// plan-mode or cron change). Tools never write the journal themselves: what they return
+    /// here is durable exactly when their result is.
+    pub records: Vec<RecordPayload>,
 }
 
 impl ToolResult {
@@ -50,7 +54,14 @@ impl ToolResult {
             truncated: false,
             spill_exempt: false,
             stop_turn: false,
+            records: Vec::new(),
         }
+    }
+
+    /// The result with `records` to journal alongside it.
+    pub fn with_records(mut self, records: impl IntoIterator<Item = RecordPayload>) -> Self {
+        self.records.extend(records);
+        self
     }
 
     pub fn with_note(mut self, note: impl Into<String>) -> Self {

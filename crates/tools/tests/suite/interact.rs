@@ -4,6 +4,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
+use kimi_protocol::RecordPayload;
+use kimi_protocol::record::TodoSet;
 use kimi_tools::builtin::ask::{Answer, Question, QuestionHost, QuestionOutcome};
 use kimi_tools::builtin::{AskUserQuestionTool, BashTool, TodoListTool, WaitForTool};
 use kimi_tools::tool::Resolution;
@@ -17,22 +19,30 @@ use super::common::{Workspace, text};
 #[tokio::test]
 async fn todo_list_read_update_clear() {
     let ws = Workspace::new();
-    assert_eq!(
-        text(&ws.run(&TodoListTool, json!({})).await),
-        "The todo list is empty."
-    );
+    let read = ws.run(&TodoListTool, json!({})).await;
+    assert_eq!(text(&read), "The todo list is empty.");
+    assert!(read.records.is_empty(), "a read journals nothing");
     let r = ws
         .run(&TodoListTool, json!({"todos": [{"title": "a", "status": "done"}, {"title": "b", "status": "in_progress"}, {"title": "c", "status": "pending"}]}))
         .await;
     assert_eq!(text(&r), "Todo list updated:\n- [x] a\n- [~] b\n- [ ] c");
     assert_eq!(ws.ctx.todos.get().len(), 3);
+    // A write hands the engine the whole list to journal.
+    assert_eq!(
+        r.records,
+        vec![RecordPayload::TodoSet(TodoSet {
+            todos: ws.ctx.todos.get()
+        })]
+    );
     assert_eq!(
         text(&ws.run(&TodoListTool, json!({})).await),
         "- [x] a\n- [~] b\n- [ ] c"
     );
+    let cleared = ws.run(&TodoListTool, json!({"todos": []})).await;
+    assert_eq!(text(&cleared), "Todo list cleared.");
     assert_eq!(
-        text(&ws.run(&TodoListTool, json!({"todos": []})).await),
-        "Todo list cleared."
+        cleared.records,
+        vec![RecordPayload::TodoSet(TodoSet::default())]
     );
     let r = ws
         .run(

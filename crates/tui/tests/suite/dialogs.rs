@@ -105,7 +105,7 @@ fn ask_user_question_dialog_answers() {
     let mut h = Harness::new();
     h.event(Event::QuestionRequested {
         request_id: "q1".into(),
-        questions: json!({"questions": [{"question": "Which database?", "options": [{"label": "SQLite"}, {"label": "Postgres"}]}]}),
+        questions: serde_json::from_value(json!({"questions": [{"question": "Which database?", "options": [{"label": "SQLite"}, {"label": "Postgres"}]}]})).unwrap(),
     });
     assert_snapshot!("question", h.screen(50, 9));
     h.key(KeyCode::Down);
@@ -114,7 +114,10 @@ fn ask_user_question_dialog_answers() {
         h.actions(),
         vec![UiAction::Op(Op::Answer {
             request_id: "q1".into(),
-            answers: json!({"answers": {"Which database?": "Postgres"}})
+            answers: kimi_protocol::question::Answers::from_json(
+                &json!({"answers": {"Which database?": "Postgres"}})
+            )
+            .unwrap()
         })]
     );
 }
@@ -129,7 +132,9 @@ fn question_dialog_answers_parse_in_the_engine_format() {
         {"question": "Which extras?", "header": "", "options": [{"label": "Cache", "description": ""}, {"label": "Search", "description": ""}], "multi_select": true}
     ]))
     .unwrap();
-    let asked = json!({ "questions": questions });
+    let asked = kimi_protocol::question::QuestionSet {
+        questions: questions.clone(),
+    };
     let answer_of = |h: &mut Harness| match h.actions().pop() {
         Some(UiAction::Op(Op::Answer {
             request_id,
@@ -184,7 +189,7 @@ fn question_dialog_answers_parse_in_the_engine_format() {
     h.key(KeyCode::Enter);
     let answers = answer_of(&mut h);
     let QuestionOutcome::Answered(got) = parse_answers(&questions, &answers).unwrap() else {
-        panic!("answered expected: {answers}")
+        panic!("answered expected: {answers:?}")
     };
     assert_eq!(got[0].other.as_deref(), Some("MySQL"));
     assert!(got[0].selected.is_empty());
