@@ -17,6 +17,10 @@ use crate::conformance;
 pub struct Cli {
     #[command(flatten)]
     pub run: RunArgs,
+    /// Log level of $KIMI_RS_HOME/logs/ and the session logs (default $KIMI_LOG_LEVEL, else
+    /// info).
+    #[arg(long = "log-level", value_enum, global = true)]
+    pub log_level: Option<crate::logging::LogLevel>,
     #[command(subcommand)]
     pub command: Option<Command>,
 }
@@ -217,6 +221,7 @@ impl RunArgs {
 
 pub fn main() -> ExitCode {
     let cli = Cli::parse();
+    let _logs = start_logging(&cli);
     if let Ok(exe) = std::env::current_exe() {
         kimi_core::session::register_sandbox_helper(exe);
     }
@@ -314,6 +319,26 @@ pub fn main() -> ExitCode {
             },
         },
     }
+}
+
+/// Logging for every entry point but the sandbox helper (it runs inside the sandbox, where
+/// the home is read-only, and execs the command right away).
+fn start_logging(cli: &Cli) -> Option<crate::logging::FlushGuard> {
+    let mode = match &cli.command {
+        Some(Command::SandboxExec { .. }) => return None,
+        Some(Command::Demo { .. }) => "demo",
+        Some(Command::Sandbox { .. }) => "sandbox",
+        Some(Command::Acp) => "acp",
+        Some(Command::Web { .. }) => "web",
+        Some(Command::Doctor { .. }) => "doctor",
+        Some(Command::Export { .. }) => "export",
+        Some(Command::Debug { .. }) => "debug",
+        None if cli.run.prompt.is_some() => "print",
+        None => "tui",
+    };
+    // ACP's stdio belongs to the editor: not even the notice goes there.
+    let notices = !matches!(cli.command, Some(Command::Acp));
+    crate::logging::init_from_env(mode, cli.log_level, notices)
 }
 
 fn run_sandboxed(command: &[std::ffi::OsString]) -> ExitCode {

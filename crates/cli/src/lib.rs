@@ -11,6 +11,7 @@ pub mod export;
 pub mod extensions;
 pub mod hosted;
 pub mod interactive;
+pub mod logging;
 pub mod print;
 pub mod run;
 pub mod web;
