@@ -122,7 +122,7 @@ pub enum Command {
         #[command(subcommand)]
         target: Option<DoctorTarget>,
     },
-    /// Write a ZIP of a session directory (journals, state, tasks, plans, tool results).
+    /// Write a ZIP of a session directory (journals, state, tasks, plans, tool results, logs).
     Export {
         /// The session to export (default: the newest session of this directory, after a
         /// confirmation).

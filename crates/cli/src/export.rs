@@ -1,5 +1,5 @@
 //! `kimi-rs export [SESSION_ID] [-o PATH] [-y]`: packs one session directory (state.json,
-//! every agent's wire.jsonl, tasks, plans, tool results, …) into a ZIP for bug reports and
+//! every agent's wire.jsonl, tasks, plans, tool results, logs/, …) into a ZIP for bug reports and
 //! archiving (surface.md §1.3 `kimi export`).
 //!
 //! Only regular files inside the session directory go in: symbolic links are never followed,

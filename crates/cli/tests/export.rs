@@ -1,5 +1,5 @@
 //! `kimi-rs export` on the real binary: a session made by a real `-p` run against the scripted
-//! server is zipped whole (read back with the `zip` crate), the newest session is taken with
+//! server is zipped whole, its log included (read back with the `zip` crate), the newest session is taken with
 //! `-y`, refused without it when nothing can confirm, and an unknown id says how to list them.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -99,6 +99,16 @@ fn exports_the_whole_session_directory_of_a_real_run() {
         );
     }
     assert!(!entries.iter().any(|(_, b)| b == b"do not export"));
+    // The session's log goes with it, for a bug report.
+    let log = entries
+        .iter()
+        .find(|(n, _)| n == "logs/kimi-rs.log")
+        .unwrap_or_else(|| panic!("no session log in {names:?}"));
+    let log = String::from_utf8_lossy(&log.1);
+    assert!(
+        log.contains(&format!("session{{session_id={id}}}")) && log.contains("session opened"),
+        "{log}"
+    );
     let manifest: serde_json::Value = serde_json::from_slice(
         &entries
             .iter()

@@ -11,6 +11,7 @@ mod diag;
 mod env;
 mod parse;
 mod providers;
+mod redacted;
 pub mod schema;
 mod sections;
 pub mod tui;

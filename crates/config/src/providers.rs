@@ -75,7 +75,8 @@ impl ProviderType {
     }
 }
 
-#[derive(Debug, Clone, Default, Deserialize)]
+// `Debug` hides the key: see `redacted.rs`.
+#[derive(Clone, Default, Deserialize)]
 pub struct ProviderEntry {
     #[serde(rename = "type")]
     pub kind: ProviderType,
@@ -115,7 +116,8 @@ pub struct ModelOverrides {
     pub off_effort: Option<String>,
 }
 
-#[derive(Debug, Clone, Default, Deserialize)]
+// `Debug` hides the key: see `redacted.rs`.
+#[derive(Clone, Default, Deserialize)]
 pub struct ModelEntry {
     pub provider: String,
     pub model: String,

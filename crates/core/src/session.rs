@@ -318,6 +318,10 @@ pub fn open_session(setup: SessionSetup) -> Result<OpenedSession, SessionError> 
         Some((key, id)) => (store.open(&key, &id)?, true),
         None => (store.create(&setup.cwd)?, false),
     };
+    // Lines logged while the session opens, and by its agents (their spans nest in this one),
+    // go to `<session-dir>/logs/` as well as to the global log.
+    let span = tracing::info_span!("session", session_id = %session.state.id, session_dir = %session.dir.display());
+    let _entered = span.enter();
     let journal = session.journal_path(MAIN_AGENT);
     let options = JournalOptions { fsync: setup.fsync };
     let (log, restored) = AgentLog::open(&journal, MAIN_AGENT, options)?;
@@ -333,6 +337,15 @@ pub fn open_session(setup: SessionSetup) -> Result<OpenedSession, SessionError> 
             restored_profile(&catalog, restored.profile.as_ref(), &mut warnings)
         }
     };
+    tracing::info!(
+        resumed,
+        cwd = %setup.cwd.display(),
+        provider = setup.provider.name(),
+        model = setup.provider.model(),
+        profile = %profile.name,
+        "session {}",
+        if resumed { "resumed" } else { "opened" }
+    );
     let prompt_env = PromptEnv {
         home: setup.home.clone(),
         cwd: setup.cwd.clone(),
@@ -478,6 +491,9 @@ pub fn open_session(setup: SessionSetup) -> Result<OpenedSession, SessionError> 
             model: agent.handle.runtime().config.provider.model().to_owned(),
             profile: profile.name.clone(),
         });
+    }
+    for warning in &warnings {
+        tracing::warn!("{warning}");
     }
     Ok(OpenedSession {
         session,

@@ -111,7 +111,8 @@ pub struct LlmConfig {
 }
 
 /// Everything needed to build a provider for one model.
-#[derive(Debug, Clone, PartialEq)]
+// `Debug` hides the key and header values: see `redacted.rs`.
+#[derive(Clone, PartialEq)]
 pub struct ResolvedModel {
     /// The alias (`[models.<alias>]`), or the model name for the env model.
     pub alias: String,
@@ -554,5 +555,6 @@ fn env_model(
     }))
 }
 
+mod redacted;
 #[cfg(test)]
 pub(crate) mod tests;

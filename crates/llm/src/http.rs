@@ -197,6 +197,7 @@ async fn post_stream(
     decoder: Box<dyn Decoder>,
 ) -> Result<DeltaStream, LlmError> {
     let provider = model.provider_id.clone();
+    let log = crate::request_log::RequestLog::start(model, &url, &headers, body.len());
     let send = client
         .post(&url)
         .headers(headers)
@@ -206,7 +207,7 @@ async fn post_stream(
         .send();
     let response = tokio::select! {
         () = cancel.cancelled() => return Err(LlmError::Cancelled),
-        result = send => result.map_err(|err| send_error(&provider, &url, &err))?,
+        result = send => result.map_err(|err| send_error(&provider, &url, &err)).inspect_err(|err| log.not_sent(err))?,
     };
     let status = response.status();
     if !status.is_success() {
@@ -225,17 +226,19 @@ async fn post_stream(
             () = cancel.cancelled() => return Err(LlmError::Cancelled),
             text = response.text() => text.unwrap_or_default(),
         };
-        return Err(classify_http(HttpFailure {
+        let error = classify_http(HttpFailure {
             provider: &provider,
             status: status.as_u16(),
             body: &text,
             retry_after,
             key_source: &model.key_source,
-        }));
+        });
+        log.refused(status.as_u16(), text.len(), &error);
+        return Err(error);
     }
     Ok(decode_body(
         provider,
-        response.bytes_stream(),
+        log.meter(status.as_u16(), response.bytes_stream()),
         cancel,
         decoder,
     ))

@@ -18,6 +18,7 @@ mod openai_chat;
 mod openai_responses;
 mod provider;
 mod request;
+mod request_log;
 mod retry;
 pub mod scripted;
 pub mod sse;

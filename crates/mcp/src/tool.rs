@@ -72,6 +72,7 @@ pub(crate) struct Connection {
 
 impl Connection {
     fn not_connected(&self, reason: &str) -> ToolResult {
+        tracing::warn!(server = %self.server, reason, stderr = %self.stderr.suffix(), "MCP server gone");
         ToolResult::error(format!(
             "MCP server `{}` is not connected: {reason}{}. Restart the session (or fix the server) to use its tools again.",
             self.server,

@@ -11,6 +11,7 @@ use kimi_protocol::{ContentPart, Origin, RecordPayload};
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
+use tracing::Instrument;
 
 use super::executor::UserAnswer;
 use super::log::{AgentLog, QueuedPrompt};
@@ -65,6 +66,9 @@ pub fn spawn_linked(
     events: mpsc::UnboundedReceiver<Event>,
 ) -> SpawnedAgent {
     let (ops_tx, ops_rx) = mpsc::unbounded_channel();
+    // Everything the agent's tasks log names its session (and lands in the session's log).
+    let span =
+        tracing::info_span!("agent", session_id = %config.session_id, agent = log.agent_id());
     let rt = Runtime::new(config, log, link);
     {
         let mut shared = rt.shared();
@@ -77,20 +81,23 @@ pub fn spawn_linked(
         }
         shared.machine.queued = shared.jobs.len();
     }
-    let dispatcher = tokio::spawn(dispatch(rt.clone(), ops_rx));
-    let watcher = tokio::spawn(watch_tasks(rt.clone()));
+    let dispatcher = tokio::spawn(dispatch(rt.clone(), ops_rx).instrument(span.clone()));
+    let watcher = tokio::spawn(watch_tasks(rt.clone()).instrument(span.clone()));
     let runner_rt = rt.clone();
-    let join = tokio::spawn(async move {
-        let results = run_jobs(runner_rt).await;
-        dispatcher.abort();
-        watcher.abort();
-        // Wait until both are gone: their references to the runtime (and so the journal's
-        // lock) must be released by the time `join` resolves, or reopening the session right
-        // after a shutdown fails with "locked".
-        let _ = dispatcher.await;
-        let _ = watcher.await;
-        results
-    });
+    let join = tokio::spawn(
+        async move {
+            let results = run_jobs(runner_rt).await;
+            dispatcher.abort();
+            watcher.abort();
+            // Wait until both are gone: their references to the runtime (and so the journal's
+            // lock) must be released by the time `join` resolves, or reopening the session right
+            // after a shutdown fails with "locked".
+            let _ = dispatcher.await;
+            let _ = watcher.await;
+            results
+        }
+        .instrument(span),
+    );
     SpawnedAgent {
         handle: AgentHandle {
             ops: ops_tx,

@@ -121,6 +121,11 @@ pub async fn run(
     });
     let (begin, mut round) = begun.map_err(|e| e.to_string())?;
     let trigger_name = if manual { "manual" } else { "auto" };
+    tracing::info!(
+        trigger = trigger_name,
+        messages = history.len(),
+        "compaction started"
+    );
     if let Some(hooks) = &rt.config.hooks {
         // Awaited so a hook can save what it needs before history is replaced; result ignored.
         hooks
@@ -170,6 +175,7 @@ pub async fn run(
                 return Ok(finish_apply(rt, outcome));
             }
             RoundStep::Failed(err) => {
+                tracing::warn!("compaction failed: {err}");
                 rt.compaction().fail();
                 rt.commit(vec![RecordPayload::FullCompactionCancel(
                     kimi_protocol::record::AgentOnly { agent_id: None },
@@ -189,6 +195,7 @@ pub async fn run(
 }
 
 fn cancelled(rt: &Runtime) -> String {
+    tracing::info!("compaction cancelled");
     rt.compaction().cancel();
     rt.commit(vec![RecordPayload::FullCompactionCancel(
         kimi_protocol::record::AgentOnly { agent_id: None },
@@ -238,6 +245,13 @@ fn finish_apply(rt: &Runtime, outcome: ApplyOutcome) -> bool {
             records.push(RecordPayload::FullCompactionComplete(
                 kimi_protocol::record::AgentOnly { agent_id: None },
             ));
+            let (tokens_before, tokens_after) = (r.tokens_before, r.tokens_after);
+            tracing::info!(
+                tokens_before,
+                tokens_after,
+                compacted = r.compacted_count,
+                "compaction applied"
+            );
             rt.commit(records);
             rt.emit(Event::CompactionCompleted {
                 tokens_before: r.tokens_before,
@@ -252,6 +266,9 @@ fn finish_apply(rt: &Runtime, outcome: ApplyOutcome) -> bool {
             true
         }
         ApplyOutcome::Cancelled => {
+            tracing::info!(
+                "compaction dropped: the conversation changed while the summary was written"
+            );
             rt.commit(vec![RecordPayload::FullCompactionCancel(
                 kimi_protocol::record::AgentOnly { agent_id: None },
             )]);

@@ -223,7 +223,16 @@ async fn prepare_one(
             .host
             .ask(call, &plan, &action, &policy, danger.as_deref())
             .await
-        {
+            .inspect(|answer| {
+                let (tool, id) = (&call.name, &call.id);
+                tracing::info!(
+                    tool,
+                    call_id = id,
+                    policy,
+                    ?answer,
+                    "permission asked; the user answered"
+                );
+            }) {
             Some(answer) => match env.host.settle(call, &plan, &answer) {
                 Some(result) => Some(result),
                 None => match answer {
@@ -251,6 +260,20 @@ async fn prepare_one(
     }
     *stop_batch |= plan.stop_batch_after_this;
     (args, Some(plan), Prepared::Run(exec))
+}
+
+/// Runs one execution, logging the tool's name, how long it took and whether it failed.
+async fn logged(
+    i: usize,
+    call: &ToolCall,
+    run: impl Future<Output = ToolResult>,
+) -> (usize, ToolResult) {
+    let began = std::time::Instant::now();
+    let result = run.await;
+    let duration_ms = u64::try_from(began.elapsed().as_millis()).unwrap_or(u64::MAX);
+    let is_error = result.is_error;
+    tracing::info!(tool = %call.name, call_id = %call.id, duration_ms, is_error, "tool call finished");
+    (i, result)
 }
 
 fn rejection_text(name: &str, feedback: Option<&str>) -> String {
@@ -323,20 +346,18 @@ pub async fn run_batch(
             let token = tool_cancel.child_token();
             let ctx = env.ctx;
             let name = calls[i].name.clone();
-            let fut: Running<'_> = Box::pin(async move {
-                // A tool that panics fails its call (core.md §e.5 "execute threw") instead of
-                // taking the whole agent down.
-                let result =
-                    std::panic::AssertUnwindSafe(exec.execute(ctx, token, ProgressSink::none()))
-                        .catch_unwind()
-                        .await
-                        .unwrap_or_else(|payload| {
-                            let message = panic_message(payload.as_ref());
-                            tracing::error!(tool = %name, %message, "tool panicked");
-                            ToolResult::error(executor_text::failed(&name, &message))
-                        });
-                (i, result)
-            });
+            // A tool that panics fails its call (core.md §e.5 "execute threw") instead of
+            // taking the whole agent down.
+            let run = std::panic::AssertUnwindSafe(exec.execute(ctx, token, ProgressSink::none()))
+                .catch_unwind()
+                .map(move |caught| {
+                    caught.unwrap_or_else(|payload| {
+                        let message = panic_message(payload.as_ref());
+                        tracing::error!(tool = %name, %message, "tool panicked");
+                        ToolResult::error(executor_text::failed(&name, &message))
+                    })
+                });
+            let fut: Running<'_> = Box::pin(logged(i, &calls[i], run));
             Some(fut)
         };
     for i in to_start.drain(..) {
@@ -374,6 +395,9 @@ pub async fn run_batch(
         outcome.results.push((call.id.clone(), result));
     };
     for (i, result) in ready {
+        let call = &calls[i];
+        let is_error = result.is_error;
+        tracing::info!(tool = %call.name, call_id = %call.id, is_error, "tool call settled without running");
         finish(i, result, &mut outcome);
     }
 

@@ -7,6 +7,8 @@
 
 use std::sync::{Arc, Mutex, MutexGuard};
 
+use tracing::Instrument;
+
 use crate::hooks::{CommonPayload, EventResult, HookEventData, HookRunner, HookSet, load_hooks};
 
 pub struct EngineHooks {
@@ -86,12 +88,16 @@ impl EngineHooks {
             return;
         }
         let hooks = self.clone();
-        tokio::spawn(async move {
-            let result = hooks.fire(data).await;
-            for warning in result.warnings {
-                tracing::warn!("{warning}");
+        // In the caller's span: the hook's log lines belong to its session.
+        tokio::spawn(
+            async move {
+                let result = hooks.fire(data).await;
+                for warning in result.warnings {
+                    tracing::warn!("{warning}");
+                }
             }
-        });
+            .in_current_span(),
+        );
     }
 }
 

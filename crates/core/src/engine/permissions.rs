@@ -80,6 +80,7 @@ impl PermissionPolicy for ChainPolicy {
     fn decide(&self, call: &ToolCall, args: &Value, plan: &ToolPlan) -> GateDecision {
         let facts = self.facts(&call.name, plan);
         let decision = self.state().decide(&facts, &self.workspace);
+        tracing::info!(tool = %call.name, call_id = %call.id, verdict = ?decision.verdict, policy = decision.policy.as_str(), "permission decision");
         match decision.verdict {
             Verdict::Approve => GateDecision::Approve,
             Verdict::Deny => GateDecision::Deny(decision.deny_message(&call.name)),

@@ -225,7 +225,18 @@ impl Runtime {
     }
 
     pub fn emit(&self, event: Event) {
+        log_event(&event);
         self.link.emit(event);
+    }
+
+    /// A state-machine transition that should never happen: shown to front ends as a
+    /// warning (the agent goes on) and so logged, reported rather than lost.
+    pub fn transition_failed(&self, err: &super::state::TransitionError) {
+        self.emit(Event::Warning {
+            message: format!(
+                "internal state error: {err}; the agent goes on (please report this with the session log)"
+            ),
+        });
     }
 
     /// Commit records; a write error is reported to the front ends and kept pending by the
@@ -249,5 +260,33 @@ impl Runtime {
     pub fn publish_status(&self) {
         let status = self.snapshot();
         self.emit(Event::Status { status });
+    }
+}
+
+/// Whatever front ends are told about trouble (warnings, errors, retries) is logged too, so
+/// the log has it wherever the event was raised.
+fn log_event(event: &Event) {
+    match event {
+        Event::Warning { message } => tracing::warn!("{message}"),
+        Event::Error { message } => tracing::error!("{message}"),
+        Event::StepRetrying {
+            turn_id,
+            failed_attempt,
+            max_attempts,
+            delay_ms,
+            error_name,
+            error_message,
+            status_code,
+            ..
+        } => tracing::warn!(
+            turn_id,
+            attempt = failed_attempt,
+            max_attempts,
+            delay_ms,
+            error = %error_name,
+            status = status_code,
+            "model request failed; retrying: {error_message}"
+        ),
+        _ => {}
     }
 }

@@ -74,6 +74,12 @@ impl TurnPhase {
         if self.is_final() {
             return false;
         }
+        // A turn is created gating its first step, which the loop then enters explicitly.
+        if let (P::Gating { step: now }, P::Gating { step: next }) = (self, next)
+            && now == next
+        {
+            return true;
+        }
         // Any live phase may end: a cancel aborts, an error fails.
         if matches!(next, P::Aborted | P::Failed | P::Draining { .. }) {
             return true;

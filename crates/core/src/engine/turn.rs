@@ -67,7 +67,7 @@ pub(super) fn set_phase(rt: &Runtime, phase: TurnPhase) {
             Some(turn) => match turn.advance(phase) {
                 Ok(()) => true,
                 Err(err) => {
-                    tracing::warn!("{err}");
+                    rt.transition_failed(&err);
                     false
                 }
             },
@@ -87,9 +87,10 @@ pub async fn run_turn(rt: &Arc<Runtime>, prompt: Pending, cancel: CancellationTo
     {
         let mut shared = rt.shared();
         if let Err(err) = shared.machine.start_turn(turn_id) {
-            tracing::warn!("{err}");
+            rt.transition_failed(&err);
         }
     }
+    tracing::info!(turn_id, prompt_id = %prompt.prompt_id, "turn started");
     let mut user = Message::new(Role::User, prompt.input.clone());
     user.origin = Some(prompt.origin.clone());
     user.id = Some(prompt.prompt_id.clone());
@@ -153,7 +154,7 @@ pub async fn run_turn(rt: &Arc<Runtime>, prompt: Pending, cancel: CancellationTo
         {
             let mut shared = rt.shared();
             if let Err(err) = shared.machine.end_turn() {
-                tracing::warn!("{err}");
+                rt.transition_failed(&err);
             }
             shared.turn_cancel = None;
         }
@@ -290,6 +291,13 @@ pub async fn run_turn(rt: &Arc<Runtime>, prompt: Pending, cancel: CancellationTo
         }
     }
     let duration = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
+    tracing::info!(
+        turn_id,
+        ?reason,
+        duration_ms = duration,
+        error = error.as_deref(),
+        "turn ended"
+    );
     // A prompt whose turn was cancelled still completed (as far as the queue is concerned).
     let prompt_reason = if reason == TurnEndReason::Failed {
         TurnEndReason::Failed
@@ -308,7 +316,7 @@ pub async fn run_turn(rt: &Arc<Runtime>, prompt: Pending, cancel: CancellationTo
     {
         let mut shared = rt.shared();
         if let Err(err) = shared.machine.end_turn() {
-            tracing::warn!("{err}");
+            rt.transition_failed(&err);
         }
         // The turn is over before front ends hear so: an undo or steer sent on `TurnEnded`
         // must find the agent idle.

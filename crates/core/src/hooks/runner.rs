@@ -56,10 +56,20 @@ impl HookRunner {
             return EventResult::default();
         }
         let payload = data.payload(common).to_string();
-        let runs = matching.iter().map(|hook| self.run_one(hook, &payload));
+        let runs = matching.iter().map(|hook| self.run_logged(hook, &payload));
         let runs: Vec<HookRun> = futures::future::join_all(runs).await;
         let event = data.event();
         combine(event, runs.iter().map(|run| interpret(event, run)))
+    }
+
+    /// [`HookRunner::run_one`], logging the event, command, outcome and duration.
+    async fn run_logged(&self, hook: &HookDef, payload: &str) -> HookRun {
+        let began = std::time::Instant::now();
+        let run = self.run_one(hook, payload).await;
+        let duration_ms = u64::try_from(began.elapsed().as_millis()).unwrap_or(u64::MAX);
+        let (event, command, status) = (hook.event, &hook.command, &run.status);
+        tracing::info!(?event, command, ?status, duration_ms, "hook ran");
+        run
     }
 
     /// Runs one hook to completion or timeout.
