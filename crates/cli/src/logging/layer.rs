@@ -17,7 +17,7 @@ use tracing::span::{Attributes, Id, Record};
 use tracing::subscriber::Interest;
 use tracing::{Event, Level, Metadata, Subscriber};
 use tracing_subscriber::layer::{Context, Layer};
-use tracing_subscriber::registry::LookupSpan;
+use tracing_subscriber::registry::{LookupSpan, SpanRef};
 
 use super::redact::{REDACTED, is_secret_field, redact_text};
 use super::writer::LogWriter;
@@ -29,10 +29,32 @@ pub const SESSION_DIR: &str = "session_dir";
 
 /// What a span contributes to lines logged inside it.
 struct SpanInfo {
-    /// `name{field=value …}` as shown in the line.
-    text: String,
+    name: &'static str,
+    /// ` field=value` pairs, the session fields excepted.
+    fields: String,
     session_id: Option<String>,
     dir: Option<Arc<PathBuf>>,
+}
+
+impl SpanInfo {
+    /// `name{session_id=… field=value …}`; the session id only where it changes along the
+    /// span path, so nested spans of one session do not repeat it.
+    fn render(&self, outer_session: Option<&str>, out: &mut String) {
+        let mut fields = String::new();
+        if let Some(id) = self
+            .session_id
+            .as_deref()
+            .filter(|id| Some(*id) != outer_session)
+        {
+            let _ = write!(fields, " {SESSION_ID}={id}");
+        }
+        fields.push_str(&self.fields);
+        out.push_str(self.name);
+        if !fields.is_empty() {
+            let _ = write!(out, "{{{}}}", fields.trim_start());
+        }
+        out.push_str(": ");
+    }
 }
 
 pub struct FileLayer {
@@ -117,18 +139,13 @@ where
     }
 
     fn on_new_span(&self, attrs: &Attributes<'_>, id: &Id, ctx: Context<'_, S>) {
-        let mut visitor = FieldsVisitor::default();
+        let mut visitor = FieldsVisitor::span();
         attrs.record(&mut visitor);
         let dir = self.register(&visitor);
-        let name = attrs.metadata().name();
-        let text = if visitor.fields.is_empty() {
-            name.to_owned()
-        } else {
-            format!("{name}{{{}}}", visitor.fields.trim_start())
-        };
         if let Some(span) = ctx.span(id) {
             span.extensions_mut().insert(SpanInfo {
-                text,
+                name: attrs.metadata().name(),
+                fields: visitor.fields,
                 session_id: visitor.session_id,
                 dir,
             });
@@ -137,7 +154,7 @@ where
 
     fn on_record(&self, id: &Id, values: &Record<'_>, ctx: Context<'_, S>) {
         let Some(span) = ctx.span(id) else { return };
-        let mut visitor = FieldsVisitor::default();
+        let mut visitor = FieldsVisitor::span();
         values.record(&mut visitor);
         let mut extensions = span.extensions_mut();
         let Some(info) = extensions.get_mut::<SpanInfo>() else {
@@ -150,36 +167,30 @@ where
             visitor.session_id = info.session_id.clone();
             info.dir = self.register(&visitor);
         }
-        if !visitor.fields.is_empty() {
-            info.text = match info.text.strip_suffix('}') {
-                Some(open) => format!("{open}{}}}", visitor.fields),
-                None => format!("{}{{{}}}", info.text, visitor.fields.trim_start()),
-            };
-        }
+        info.fields.push_str(&visitor.fields);
     }
 
     fn on_event(&self, event: &Event<'_>, ctx: Context<'_, S>) {
         let meta = event.metadata();
         let mut visitor = FieldsVisitor::default();
         event.record(&mut visitor);
-        let mut spans: Vec<String> = Vec::new();
+        let mut spans: Vec<SpanRef<'_, S>> = Vec::new();
         // The innermost span that names a session decides which one the line belongs to.
         let mut session: Option<Arc<PathBuf>> = None;
         let mut decided = false;
         if let Some(scope) = ctx.event_scope(event) {
             for span in scope {
-                let extensions = span.extensions();
-                let Some(info) = extensions.get::<SpanInfo>() else {
-                    continue;
-                };
-                spans.push(info.text.clone());
-                if !decided && (info.dir.is_some() || info.session_id.is_some()) {
+                if !decided
+                    && let Some(info) = span.extensions().get::<SpanInfo>()
+                    && (info.dir.is_some() || info.session_id.is_some())
+                {
                     decided = true;
                     session = match &info.dir {
                         Some(dir) => Some(dir.clone()),
                         None => info.session_id.as_deref().and_then(|id| self.dir_of(id)),
                     };
                 }
+                spans.push(span);
             }
         }
         if !decided {
@@ -191,9 +202,14 @@ where
             level_text(*meta.level()),
             meta.target()
         );
+        let mut outer_session: Option<String> = None;
         for span in spans.iter().rev() {
-            line.push_str(span);
-            line.push_str(": ");
+            if let Some(info) = span.extensions().get::<SpanInfo>() {
+                info.render(outer_session.as_deref(), &mut line);
+                if info.session_id.is_some() {
+                    outer_session.clone_from(&info.session_id);
+                }
+            }
         }
         line.push_str(&visitor.message);
         line.push_str(&visitor.fields);
@@ -223,6 +239,8 @@ fn level_text(level: Level) -> &'static str {
 /// Collects `message`, the session fields and the rest as ` name=value` pairs.
 #[derive(Default)]
 struct FieldsVisitor {
+    /// A span's fields: the session id is kept apart (see [`SpanInfo::render`]).
+    span: bool,
     message: String,
     fields: String,
     session_id: Option<String>,
@@ -230,11 +248,19 @@ struct FieldsVisitor {
 }
 
 impl FieldsVisitor {
+    fn span() -> FieldsVisitor {
+        FieldsVisitor {
+            span: true,
+            ..FieldsVisitor::default()
+        }
+    }
+
     fn push(&mut self, field: &Field, value: String) {
         let name = field.name();
         match name {
             "message" => self.message = value,
             SESSION_DIR => self.session_dir = Some(value),
+            SESSION_ID if self.span => self.session_id = Some(value),
             _ => {
                 if name == SESSION_ID {
                     self.session_id = Some(value.clone());
