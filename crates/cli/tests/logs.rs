@@ -107,6 +107,7 @@ fn a_print_run_at_debug_logs_the_session_its_requests_and_tools_without_the_key(
                 "status=200",
                 "bytes=",
                 "first_chunk_ms=",
+                "first_token_ms=",
                 "duration_ms=",
             ] {
                 assert!(line.contains(field), "{name}: {field} missing in {line}");

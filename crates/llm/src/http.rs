@@ -236,12 +236,8 @@ async fn post_stream(
         log.refused(status.as_u16(), text.len(), &error);
         return Err(error);
     }
-    Ok(decode_body(
-        provider,
-        log.meter(status.as_u16(), response.bytes_stream()),
-        cancel,
-        decoder,
-    ))
+    let (body, meter) = log.meter(status.as_u16(), response.bytes_stream());
+    Ok(meter.summarise(decode_body(provider, body, cancel, decoder)))
 }
 
 struct StreamState<S> {

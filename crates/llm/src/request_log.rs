@@ -1,9 +1,11 @@
 //! What every model request leaves in the log: provider, model, endpoint path, header *names*
-//! (never values: they carry the API key), body size, status, time to the response headers and
-//! to the first body chunk, bytes received, duration and how the stream ended. Retries are
-//! logged by [`crate::retry`] with their attempt number and reason.
+//! (never values: they carry the API key), body size, status, time to the response headers,
+//! to the first body chunk and to the first decoded delta (first token), bytes received,
+//! duration and how the stream ended. Retries (attempt, wait, reason) are logged where they
+//! are decided: the engine's turn loop and [`crate::with_retry`].
 
 use std::pin::Pin;
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 
@@ -11,7 +13,9 @@ use futures::Stream;
 use reqwest::header::HeaderMap;
 
 use crate::config::ResolvedModel;
+use crate::delta::StreamDelta;
 use crate::error::LlmError;
+use crate::provider::DeltaStream;
 
 fn millis(duration: Duration) -> u64 {
     u64::try_from(duration.as_millis()).unwrap_or(u64::MAX)
@@ -79,8 +83,9 @@ impl RequestLog {
         );
     }
 
-    /// A 2xx answer: the body is metered as it is read and summarised when it ends.
-    pub(crate) fn meter<S>(self, status: u16, body: S) -> Metered<S> {
+    /// A 2xx answer: the raw body is metered as it is read ([`Metered`]) and the decoded
+    /// deltas timed ([`Summarised`], which logs the summary when the answer is dropped).
+    pub(crate) fn meter<S>(self, status: u16, body: S) -> (Metered<S>, Meter) {
         let headers_ms = millis(self.started.elapsed());
         tracing::debug!(
             provider = %self.provider,
@@ -89,27 +94,41 @@ impl RequestLog {
             headers_ms,
             "model response headers received"
         );
-        Metered {
-            body,
+        let stats = Arc::new(Mutex::new(Stats::default()));
+        let started = self.started;
+        let meter = Meter {
             log: self,
             status,
             headers_ms,
-            bytes: 0,
-            first_chunk: None,
-            end: None,
-        }
+            stats: stats.clone(),
+        };
+        (
+            Metered {
+                body,
+                started,
+                stats,
+            },
+            meter,
+        )
     }
 }
 
-/// A response body that counts what passes through and logs one summary line when dropped.
-pub(crate) struct Metered<S> {
-    body: S,
-    log: RequestLog,
-    status: u16,
-    headers_ms: u64,
+#[derive(Default)]
+struct Stats {
     bytes: u64,
     first_chunk: Option<Duration>,
     end: Option<&'static str>,
+}
+
+fn lock(stats: &Mutex<Stats>) -> MutexGuard<'_, Stats> {
+    stats.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// The response body, counting bytes and noting when the first chunk came and how it ended.
+pub(crate) struct Metered<S> {
+    body: S,
+    started: Instant,
+    stats: Arc<Mutex<Stats>>,
 }
 
 impl<S, E> Stream for Metered<S>
@@ -120,35 +139,85 @@ where
 
     fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
         let polled = Pin::new(&mut self.body).poll_next(cx);
-        match &polled {
-            Poll::Ready(Some(Ok(chunk))) => {
-                self.bytes = self.bytes.saturating_add(chunk.len() as u64);
-                if self.first_chunk.is_none() {
-                    self.first_chunk = Some(self.log.started.elapsed());
+        if let Poll::Ready(item) = &polled {
+            let mut stats = lock(&self.stats);
+            match item {
+                Some(Ok(chunk)) => {
+                    stats.bytes = stats.bytes.saturating_add(chunk.len() as u64);
+                    if stats.first_chunk.is_none() {
+                        stats.first_chunk = Some(self.started.elapsed());
+                    }
                 }
+                Some(Err(_)) => stats.end = Some("read error"),
+                None => stats.end = Some("end of body"),
             }
-            Poll::Ready(Some(Err(_))) => self.end = Some("read error"),
-            Poll::Ready(None) => self.end = Some("end of body"),
-            Poll::Pending => {}
         }
         polled
     }
 }
 
-impl<S> Drop for Metered<S> {
+/// What [`Summarised`] needs to write the request's summary line.
+pub(crate) struct Meter {
+    log: RequestLog,
+    status: u16,
+    headers_ms: u64,
+    stats: Arc<Mutex<Stats>>,
+}
+
+impl Meter {
+    /// Wraps the decoded answer; its first delta is the time to first token.
+    pub(crate) fn summarise(self, deltas: DeltaStream) -> DeltaStream {
+        Box::pin(Summarised {
+            deltas,
+            meter: self,
+            first_delta: None,
+            error: None,
+        })
+    }
+}
+
+/// The decoded answer; logs one summary line when dropped (read to the end or abandoned).
+struct Summarised {
+    deltas: DeltaStream,
+    meter: Meter,
+    first_delta: Option<Duration>,
+    error: Option<String>,
+}
+
+impl Stream for Summarised {
+    type Item = Result<StreamDelta, LlmError>;
+
+    fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
+        let polled = self.deltas.as_mut().poll_next(cx);
+        match &polled {
+            Poll::Ready(Some(Ok(_))) if self.first_delta.is_none() => {
+                self.first_delta = Some(self.meter.log.started.elapsed());
+            }
+            Poll::Ready(Some(Err(err))) => self.error = Some(err.to_string()),
+            _ => {}
+        }
+        polled
+    }
+}
+
+impl Drop for Summarised {
     fn drop(&mut self) {
-        let log = &self.log;
+        let meter = &self.meter;
+        let log = &meter.log;
+        let stats = lock(&meter.stats);
         tracing::info!(
             provider = %log.provider,
             model = %log.model,
             endpoint = %log.endpoint,
-            status = self.status,
-            bytes = self.bytes,
-            headers_ms = self.headers_ms,
-            first_chunk_ms = self.first_chunk.map(millis),
+            status = meter.status,
+            bytes = stats.bytes,
+            headers_ms = meter.headers_ms,
+            first_chunk_ms = stats.first_chunk.map(millis),
+            first_token_ms = self.first_delta.map(millis),
             duration_ms = millis(log.started.elapsed()),
             // "closed by the reader": the decoder saw the end marker, or the turn stopped.
-            end = self.end.unwrap_or("closed by the reader"),
+            end = stats.end.unwrap_or("closed by the reader"),
+            error = self.error.as_deref(),
             "model response finished"
         );
     }
