@@ -194,3 +194,60 @@ fn an_unwritable_log_directory_is_reported_once_and_the_run_goes_on() {
     let (id, session_path) = session_log(&fx);
     assert!(read(&session_path).contains(&format!("session_id={id}")));
 }
+
+#[test]
+fn acp_keeps_stdio_for_the_editor_and_logs_its_session() {
+    use std::io::{BufRead, BufReader, Write};
+    let fx = Fixture::new(CORE_FORMATS[0], vec![ScriptTurn::text("Hi.")]);
+    // Unwritable global log: in ACP mode not even the notice may reach stdio.
+    std::fs::write(fx.home.path().join("logs"), "not a directory").unwrap();
+    let mut child = fx
+        .command(&["acp"])
+        .env("KIMI_MODEL_API_KEY", SECRET)
+        .env("KIMI_LOG_LEVEL", "debug")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    // Each request waits for its answer: ACP needs `initialize` done before `session/new`.
+    let mut call = |id: u64, method: &str, params: serde_json::Value| -> serde_json::Value {
+        let request =
+            serde_json::json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
+        writeln!(stdin, "{request}").unwrap();
+        stdin.flush().unwrap();
+        loop {
+            let line = lines.next().expect("an answer").unwrap();
+            let value: serde_json::Value = serde_json::from_str(&line)
+                .unwrap_or_else(|e| panic!("stdout carries only JSON-RPC, got {line:?}: {e}"));
+            if value["id"] == id {
+                return value;
+            }
+        }
+    };
+    call(
+        1,
+        "initialize",
+        serde_json::json!({"protocolVersion": 1, "clientCapabilities": {}}),
+    );
+    let created = call(
+        2,
+        "session/new",
+        serde_json::json!({"cwd": fx.cwd(), "mcpServers": []}),
+    );
+    let session_id = created["result"]["sessionId"].as_str().map(str::to_owned);
+    drop(stdin);
+    let out = wait_child(child);
+    assert!(out.stderr.is_empty(), "{out:?}");
+    let id = session_id.unwrap_or_else(|| panic!("{created}"));
+    let (logged_id, session_path) = session_log(&fx);
+    assert_eq!(logged_id, id);
+    let log = read(&session_path);
+    assert!(
+        log.contains(&format!("session_id={id}")) && log.contains("session opened"),
+        "{log}"
+    );
+    assert!(!log.contains(SECRET), "{log}");
+}
