@@ -356,6 +356,14 @@ mod tests {
     }
 
     #[test]
+    fn the_first_step_may_enter_the_gating_it_was_created_in() {
+        let mut turn = Turn::new(0);
+        turn.advance(TurnPhase::Gating { step: 1 }).unwrap();
+        // Skipping ahead is still refused.
+        assert!(turn.advance(TurnPhase::Gating { step: 2 }).is_err());
+    }
+
+    #[test]
     fn illegal_moves_are_named() {
         let mut turn = Turn::new(0);
         let err = turn
