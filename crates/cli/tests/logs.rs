@@ -1,7 +1,7 @@
 //! Logs of a real `kimi-rs -p` run against the loopback scripted server: the global log
 //! (`$KIMI_RS_HOME/logs/kimi-rs.log`) and the session's (`<session-dir>/logs/kimi-rs.log`)
 //! exist at the level `KIMI_LOG_LEVEL` / `--log-level` asks for, name the session and its
-//! model requests and tool calls, and never contain the API key the server was sent. An
+//! model requests, tool calls, permission decisions and hooks, and never contain the API key the server was sent. An
 //! unwritable log directory is reported once on stderr and the run goes on.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -63,6 +63,11 @@ fn a_print_run_at_debug_logs_the_session_its_requests_and_tools_without_the_key(
         ],
     );
     std::fs::write(fx.cwd().join("notes.txt"), "hello\n").unwrap();
+    // A hook whose command carries a token: logged, with the token masked.
+    let hooks = format!(
+        "[[hooks]]\nevent = \"UserPromptSubmit\"\ncommand = \"exit 0 # x-api-key={SECRET}\"\n"
+    );
+    std::fs::write(fx.home.path().join("config.toml"), hooks).unwrap();
     let out = run(
         &fx,
         &["-p", "Read notes.txt"],
@@ -119,6 +124,19 @@ fn a_print_run_at_debug_logs_the_session_its_requests_and_tools_without_the_key(
             "{name}:\n{log}"
         );
         assert!(levels(log).contains(&"DEBUG"), "{name}:\n{log}");
+        assert!(
+            log.lines().any(|l| l.contains("hook ran")
+                && l.contains("event=UserPromptSubmit")
+                && l.contains("status=Exited(0)")
+                && l.contains("x-api-key=[redacted]")),
+            "{name}:\n{log}"
+        );
+        assert!(
+            log.lines().any(|l| l.contains("permission decision")
+                && l.contains("tool=Read")
+                && l.contains("policy=")),
+            "{name}:\n{log}"
+        );
     }
     // Process-wide lines stay in the global log only.
     assert!(global.contains("kimi-rs started") && global.contains("mode=print"));
