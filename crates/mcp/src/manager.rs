@@ -402,6 +402,8 @@ async fn connect_one(
     pending: PendingSource,
 ) {
     let limit = server.startup_timeout.unwrap_or(DEFAULT_STARTUP_TIMEOUT);
+    tracing::info!(server = %name, transport = server.transport.kind(), "MCP server starting");
+    let began = std::time::Instant::now();
     let result = match tokio::time::timeout(limit, handshake(launched, &server, &stderr)).await {
         Ok(result) => result,
         Err(_) => Err(format!(
@@ -423,6 +425,8 @@ async fn connect_one(
                 taken, warnings, ..
             } = &mut *slots;
             let tools = adapt_tools(&name, &server, &conn, started.tools, taken, warnings);
+            let duration_ms = u64::try_from(began.elapsed().as_millis()).unwrap_or(u64::MAX);
+            tracing::info!(server = %name, duration_ms, tools = tools.len(), "MCP server ready");
             pending.supply(
                 tools
                     .iter()
@@ -437,6 +441,7 @@ async fn connect_one(
             }
         }
         Err(reason) => {
+            tracing::warn!(server = %name, reason = %reason, "MCP server failed to start");
             drop(pending);
             slots
                 .warnings
