@@ -108,32 +108,11 @@ impl Tools {
         let any = |list: &Option<Vec<String>>| {
             list.iter()
                 .flatten()
-                .any(|pattern| glob_match(pattern, name))
+                .any(|pattern| kimi_protocol::wildcard::star_match(pattern, name))
         };
         let enabled = self.enabled.as_ref().is_none_or(Vec::is_empty) || any(&self.enabled);
         enabled && !any(&self.disabled)
     }
-}
-
-/// `*` matches any run of characters; everything else is literal.
-fn glob_match(pattern: &str, name: &str) -> bool {
-    let mut parts = pattern.split('*');
-    let first = parts.next().unwrap_or_default();
-    let Some(mut rest) = name.strip_prefix(first) else {
-        return false;
-    };
-    let parts: Vec<&str> = parts.collect();
-    if parts.is_empty() {
-        return rest.is_empty();
-    }
-    let (last, middle) = parts.split_last().map_or(("", &[][..]), |(l, m)| (*l, m));
-    for part in middle {
-        match rest.find(part) {
-            Some(at) => rest = &rest[at + part.len()..],
-            None => return false,
-        }
-    }
-    rest.ends_with(last)
 }
 
 #[derive(Debug, Clone, Default, Deserialize)]

@@ -1,6 +1,6 @@
 //! Snapshots of what the model sees: the request body a real session sends (OpenAI Chat wire
-//! format, loopback scripted server) after compaction, after resume, after undo and in plan
-//! mode, rendered as readable text with the machine-specific parts (temp paths, ids, dates)
+//! format, loopback scripted server) after compaction, after resume, after undo, in plan
+//! mode and with todos, rendered as readable text with the machine-specific parts (temp paths, ids, dates)
 //! replaced by placeholders. A reviewed `.snap` file is the expected request; a change to what
 //! the model sees shows up as a snapshot diff.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
@@ -296,5 +296,55 @@ async fn in_plan_mode() {
     insta::assert_snapshot!(
         "plan_mode_after_denied_write",
         render(&dirs, &requests[1], Some(&system))
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn with_todos_after_compaction_and_resume() {
+    let dirs = Dirs::new();
+    let system = fresh(&dirs).await;
+    let mut s = Session::start(&dirs, ProviderType::OpenAi, Vec::new()).await;
+    s.server.push(call(
+        "t1",
+        "TodoList",
+        json!({"todos": [
+            {"title": "Read the notes", "status": "done"},
+            {"title": "Summarise them", "status": "in_progress"},
+            {"title": "Write the report", "status": "pending"}
+        ]}),
+    ));
+    s.server.push(ScriptTurn::text("Planned."));
+    run_ok(&mut s, "Plan the work as todos").await;
+    s.server.push(ScriptTurn::text(
+        "SUMMARY: the user asked for a todo plan; it is set.",
+    ));
+    s.send(Op::Compact { instruction: None });
+    s.wait_for(|e| matches!(e, Event::CompactionCompleted { .. }))
+        .await;
+    s.server.push(ScriptTurn::text("Continuing."));
+    run_ok(&mut s, "Go on").await;
+    let requests = chat_requests(&s);
+    insta::assert_snapshot!(
+        "todos_after_compaction",
+        render(&dirs, requests.last().unwrap(), Some(&system))
+    );
+    let id = s.session_id();
+    s.close().await;
+    drop(s);
+
+    let mut options = Options::new(ProviderType::OpenAi);
+    options.resume = Resume::Id(id);
+    let mut s = Session::start_with(&dirs, options, Vec::new()).await;
+    s.server
+        .push(ScriptTurn::text("SUMMARY-2: todos still set."));
+    s.send(Op::Compact { instruction: None });
+    s.wait_for(|e| matches!(e, Event::CompactionCompleted { .. }))
+        .await;
+    s.server.push(ScriptTurn::text("Resumed."));
+    run_ok(&mut s, "After resume").await;
+    let requests = chat_requests(&s);
+    insta::assert_snapshot!(
+        "todos_after_resume_and_compaction",
+        render(&dirs, requests.last().unwrap(), Some(&system))
     );
 }

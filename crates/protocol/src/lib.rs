@@ -15,6 +15,7 @@ pub mod question;
 pub mod record;
 mod record_line;
 mod ref_record;
+pub mod wildcard;
 
 pub use loop_event::{LoopEvent, ToolResultPayload};
 pub use message::{ContentPart, MediaUrl, Message, Role, ToolCall, ToolSchema};

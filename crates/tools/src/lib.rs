@@ -27,7 +27,7 @@ pub mod result;
 pub mod scheduler;
 pub mod tasks;
 pub mod tool;
-pub mod wildcard;
+pub use kimi_protocol::wildcard;
 
 pub use access::{Access, FileOperation, conflict};
 pub use context::{ProgressSink, StaleGuard, ToolContext, ToolProgress, ToolSettings};

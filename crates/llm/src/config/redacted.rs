@@ -44,14 +44,15 @@ impl fmt::Debug for ResolvedModel {
 
 #[cfg(test)]
 mod tests {
-    use super::*;
-
     const SECRET: &str = "sk-live-do-not-log-0123456789";
 
     #[test]
     fn debug_of_a_model_config_never_shows_its_key() {
-        let mut model =
-            ResolvedModel::for_test(crate::ProviderType::OpenAi, "http://127.0.0.1:1", "m");
+        let mut model = crate::config::tests::test_model(
+            crate::ProviderType::OpenAi,
+            "http://127.0.0.1:1",
+            "m",
+        );
         model.api_key = SECRET.to_owned();
         model.custom_headers = vec![("Authorization".to_owned(), format!("Bearer {SECRET}"))];
         for text in [format!("{model:?}"), format!("{model:#?}")] {

@@ -1,7 +1,8 @@
 //! The one hand-written `*` matcher of the workspace: the literal pieces of a pattern must appear
 //! in order, each gap between them matching any run of characters (slashes included). Used for
-//! agent-profile tool patterns (`mcp__github__*`) and the conformance placeholders (`<UUID>`);
-//! permission rules use real globs (globset) and hook matchers use regexes.
+//! agent-profile tool patterns (`mcp__github__*`), `[tools] enabled/disabled` in config.toml and
+//! the conformance placeholders (`<UUID>`); it lives here, in the lowest crate, so every crate
+//! can share it. Permission rules use real globs (globset) and hook matchers use regexes.
 
 /// Whether `text` matches `pattern`, where `*` matches any run of characters (possibly empty)
 /// and everything else matches literally.
