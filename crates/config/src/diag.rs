@@ -91,17 +91,37 @@ pub fn line_of(text: &str, offset: usize) -> usize {
         + 1
 }
 
-/// The candidate closest to `name`, when it is close enough to be a likely typo.
+/// The candidate closest to `name`, when it is close enough to be a likely typo: a few edits
+/// away, or sharing a long prefix (`max_stepz` → `max_steps_per_turn`, which edit distance
+/// alone would not suggest).
 pub fn did_you_mean<'a>(
     name: &str,
     candidates: impl IntoIterator<Item = &'a str>,
 ) -> Option<String> {
-    candidates
-        .into_iter()
-        .map(|c| (strsim::damerau_levenshtein(name, c), c))
-        .filter(|(d, c)| *d <= 2.max(c.len().min(name.len()) / 4) && *d > 0)
+    let candidates: Vec<&str> = candidates.into_iter().filter(|c| *c != name).collect();
+    let by_edits = candidates
+        .iter()
+        .map(|c| (strsim::damerau_levenshtein(name, c), *c))
+        .filter(|(d, c)| *d <= 2.max(c.len().min(name.len()) / 4))
         .min_by_key(|(d, _)| *d)
-        .map(|(_, c)| c.to_owned())
+        .map(|(_, c)| c);
+    // A misspelt or cut-short start of a longer key: all but its last two characters (and at
+    // least five) are the start of exactly one candidate's name.
+    let by_prefix = || {
+        let common = |c: &str| {
+            name.chars()
+                .zip(c.chars())
+                .take_while(|(a, b)| a == b)
+                .count()
+        };
+        let needed = name.chars().count().saturating_sub(2).max(5);
+        let mut hits = candidates.iter().filter(|c| common(c) >= needed);
+        match (hits.next(), hits.next()) {
+            (Some(only), None) => Some(*only),
+            _ => None,
+        }
+    };
+    by_edits.or_else(by_prefix).map(str::to_owned)
 }
 
 pub(crate) struct Sink<'a> {
@@ -141,7 +161,13 @@ mod tests {
             did_you_mean("max_stepz_per_turn", keys).as_deref(),
             Some("max_steps_per_turn")
         );
+        assert_eq!(
+            did_you_mean("max_stepz", keys).as_deref(),
+            Some("max_steps_per_turn")
+        );
         assert_eq!(did_you_mean("frobnicate", keys), None);
+        assert_eq!(did_you_mean("max", keys), None);
+        assert_eq!(did_you_mean("max_steps_per_turn", keys), None);
         assert_eq!(line_of("a\nb\nc", 2), 2);
     }
 }
