@@ -125,6 +125,8 @@ async fn the_host_answers_session_listing_titles_tasks_shell_and_mcp_status_as_e
             r#"{"command":"echo task-started; sleep 60","run_in_background":true,"description":"long job"}"#,
         )]),
         ScriptTurn::text("started it"),
+        // The stopped task's completion notice starts a turn of its own.
+        ScriptTurn::text("noted: the job was stopped"),
     ])
     .await
     .unwrap();
@@ -268,6 +270,19 @@ async fn the_host_answers_session_listing_titles_tasks_shell_and_mcp_status_as_e
             task_id: task_id.clone(),
             status: "killed".into()
         }
+    );
+    // The agent reports the ended task to the model in a turn of its own; wait for it so its
+    // events cannot interleave with the answers below.
+    let notice = next(&mut a, |e| matches!(e, Event::TurnEnded { .. })).await;
+    assert!(
+        matches!(
+            notice,
+            Event::TurnEnded {
+                reason: TurnEndReason::Completed,
+                ..
+            }
+        ),
+        "{notice:?}"
     );
     host.send(&a_id, Op::ListTasks).await.unwrap();
     let Event::TaskList { tasks } = next(&mut a, |e| matches!(e, Event::TaskList { .. })).await
