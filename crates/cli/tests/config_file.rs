@@ -12,23 +12,22 @@ fn read_call(id: &str) -> ScriptTurn {
     ScriptTurn::tool_calls(&[(id, "Read", r#"{"path":"notes.txt"}"#)])
 }
 
+/// A model that reads `notes.txt` `reads` times and then says "done", with `config` as the
+/// home's config.toml.
+fn reading_fixture(reads: usize, config: &str) -> Fixture {
+    let mut script: Vec<ScriptTurn> = (1..=reads)
+        .map(|n| read_call(&format!("call_{n}")))
+        .collect();
+    script.push(ScriptTurn::text("done"));
+    let fx = Fixture::new(FORMATS[0], script);
+    std::fs::write(fx.cwd().join("notes.txt"), "hello\n").unwrap();
+    std::fs::write(fx.home.path().join("config.toml"), config).unwrap();
+    fx
+}
+
 #[test]
 fn max_steps_per_turn_stops_a_turn_after_that_many_steps() {
-    let fx = Fixture::new(
-        FORMATS[0],
-        vec![
-            read_call("call_1"),
-            read_call("call_2"),
-            read_call("call_3"),
-            ScriptTurn::text("done"),
-        ],
-    );
-    std::fs::write(fx.cwd().join("notes.txt"), "hello\n").unwrap();
-    std::fs::write(
-        fx.home.path().join("config.toml"),
-        "[loop_control]\nmax_steps_per_turn = 2\n",
-    )
-    .unwrap();
+    let fx = reading_fixture(3, "[loop_control]\nmax_steps_per_turn = 2\n");
     let run = fx.run(&["-p", "read the notes until told to stop"]);
     assert_eq!(run.code, Some(1), "{run:?}");
     assert_eq!(
@@ -39,20 +38,7 @@ fn max_steps_per_turn_stops_a_turn_after_that_many_steps() {
     assert!(run.stderr.contains("Turn exceeded maxSteps=2"), "{run:?}");
 
     // The environment variable wins over the file.
-    let fx = Fixture::new(
-        FORMATS[0],
-        vec![
-            read_call("call_1"),
-            read_call("call_2"),
-            ScriptTurn::text("done"),
-        ],
-    );
-    std::fs::write(fx.cwd().join("notes.txt"), "hello\n").unwrap();
-    std::fs::write(
-        fx.home.path().join("config.toml"),
-        "[loop_control]\nmax_steps_per_turn = 2\n",
-    )
-    .unwrap();
+    let fx = reading_fixture(2, "[loop_control]\nmax_steps_per_turn = 2\n");
     let run: common::Run = fx
         .command(&["-p", "read"])
         .env("KIMI_LOOP_MAX_STEPS_PER_TURN", "0")
@@ -220,20 +206,7 @@ fn acp_prompt(fx: &Fixture, text: &str) -> serde_json::Value {
 
 #[test]
 fn max_steps_per_turn_is_enforced_for_editor_sessions_too() {
-    let fx = Fixture::new(
-        FORMATS[0],
-        vec![
-            read_call("call_1"),
-            read_call("call_2"),
-            ScriptTurn::text("done"),
-        ],
-    );
-    std::fs::write(fx.cwd().join("notes.txt"), "hello\n").unwrap();
-    std::fs::write(
-        fx.home.path().join("config.toml"),
-        "[loop_control]\nmax_steps_per_turn = 1\n",
-    )
-    .unwrap();
+    let fx = reading_fixture(2, "[loop_control]\nmax_steps_per_turn = 1\n");
     let response = acp_prompt(&fx, "read the notes");
     assert_eq!(fx.requests().len(), 1, "one step, one request: {response}");
 }
