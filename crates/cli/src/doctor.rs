@@ -214,10 +214,18 @@ fn check_config_with(path: &Path, explicit: bool) -> (Check, Config) {
     check
         .problems
         .extend(load_rules(&config.permission).errors.iter().map(|e| {
-        format!(
-            "{e}; this rule is left out until it is fixed (see [[permission.rules]] in the docs)"
-        )
-    }));
+            if e.is_fatal() {
+                format!(
+                    "{e}; kimi-rs refuses to start until this deny/ask rule is fixed (see \
+                     [[permission.rules]] in the docs)"
+                )
+            } else {
+                format!(
+                    "{e}; this allow rule is left out until it is fixed (see [[permission.rules]] \
+                     in the docs)"
+                )
+            }
+        }));
     check.problems.extend(
         load_hooks(&config.hooks)
             .errors

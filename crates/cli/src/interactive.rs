@@ -16,7 +16,7 @@ use anyhow::Context;
 use base64::Engine as _;
 use kimi_config::Config;
 use kimi_core::host::{SessionExtras, SessionFactory, SessionHost};
-use kimi_core::permission::{ModeInputs, PermissionState, load_rules, resolve_mode};
+use kimi_core::permission::{ModeInputs, PermissionState, resolve_mode};
 use kimi_core::session::{AgentChoice, OpenedSession, Resume, SessionSetup};
 use kimi_protocol::ops::Op;
 use kimi_tui::{
@@ -98,7 +98,7 @@ struct Launch {
 }
 
 /// The mode (flags over `default_permission_mode` / `default_plan_mode`) and the user's rules;
-/// rules that do not load are returned as warnings and left out.
+/// a broken deny or ask rule refuses start-up, broken allow rules come back as warnings.
 pub(crate) fn permission_state(
     config: &Config,
     args: &RunArgs,
@@ -111,15 +111,10 @@ pub(crate) fn permission_state(
         config_default_plan: config.default_plan_mode.unwrap_or(false),
         print_mode: false,
     })?;
-    let loaded = load_rules(&config.permission);
-    let warnings = loaded
-        .errors
-        .iter()
-        .map(|err| format!("{}: {err}", config.path.display()))
-        .collect();
+    let (rules, warnings) = crate::run::checked_rules(config)?;
     let state = PermissionState {
         mode,
-        rules: loaded.rules,
+        rules,
         ..PermissionState::default()
     };
     Ok((state, warnings))

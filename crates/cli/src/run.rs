@@ -54,16 +54,48 @@ pub fn resolve_model(config: &Config, alias: Option<&str>) -> anyhow::Result<Mod
 }
 
 /// The permission chain for print mode: auto mode (nothing can wait for a human) with the
-/// user's rules from `config.toml`; rules that do not load are reported and left out.
-pub fn print_mode_permissions(config: &Config) -> PermissionState {
+/// user's rules from `config.toml`. A broken deny or ask rule refuses start-up (see
+/// [`checked_rules`]); a broken allow rule is reported and left out.
+pub fn print_mode_permissions(config: &Config) -> anyhow::Result<PermissionState> {
     let mut state = PermissionState::default();
     state.mode.mode = PermissionMode::Auto;
-    let loaded = load_rules(&config.permission);
-    for err in &loaded.errors {
-        eprintln!("kimi-rs: {}: {err}", config.path.display());
+    let (rules, warnings) = checked_rules(config)?;
+    for warning in warnings {
+        eprintln!("kimi-rs: {warning}");
     }
-    state.rules = loaded.rules;
-    state
+    state.rules = rules;
+    Ok(state)
+}
+
+/// The user's rules, failing closed: a deny or ask rule that does not load (or whose decision
+/// cannot be read) stops kimi-rs with its location, since dropping it would run what the user
+/// meant to stop. Broken allow rules come back as warnings.
+pub fn checked_rules(
+    config: &Config,
+) -> anyhow::Result<(kimi_core::permission::RuleSet, Vec<String>)> {
+    let loaded = load_rules(&config.permission);
+    let fatal: Vec<String> = loaded
+        .fatal_errors()
+        .map(|err| format!("{}: {err}", config.path.display()))
+        .collect();
+    if !fatal.is_empty() {
+        anyhow::bail!(
+            "{}\nkimi-rs will not start with a deny or ask rule it cannot read (it would run what \
+             the rule is meant to stop); fix or remove the rule and start again",
+            fatal.join("\n")
+        );
+    }
+    let warnings = loaded
+        .errors
+        .iter()
+        .map(|err| {
+            format!(
+                "{}: {err} (this allow rule is ignored)",
+                config.path.display()
+            )
+        })
+        .collect();
+    Ok((loaded.rules, warnings))
 }
 
 /// `[loop_control]`: attempts per step and the stream timeouts over the default policy.
@@ -203,7 +235,7 @@ pub fn print_mode(args: &RunArgs, prompt: &str) -> anyhow::Result<u8> {
         eprintln!("kimi-rs: {warning}");
     }
     let model = resolve_model(&config, args.model.as_deref())?;
-    let permissions = print_mode_permissions(&config);
+    let permissions = print_mode_permissions(&config)?;
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()

@@ -32,7 +32,10 @@ async fn bash_under_the_sandbox_writes_inside_the_workspace_only() {
     let target = outside.path().join("escaped.txt");
     std::fs::write(
         home.path().join("config.toml"),
-        "[sandbox]\nmode = \"workspace-write\"\n",
+        // The allow rule names these `echo` commands, so the protected floor lets them through
+        // and the kernel's sandbox is what stops the writes.
+        "[sandbox]\nmode = \"workspace-write\"\n\n[[permission.rules]]\ndecision = \"allow\"\n\
+         pattern = \"Bash(echo *)\"\n",
     )
     .unwrap();
     let outside_cmd =

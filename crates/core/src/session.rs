@@ -384,11 +384,19 @@ pub fn open_session(setup: SessionSetup) -> Result<OpenedSession, SessionError> 
     let permissions: Arc<dyn PermissionPolicy> = match setup.permission_chain {
         Some(mut state) => {
             state.session = SessionApprovals::from_records(restored.approvals.iter());
+            // The floor guards kimi-rs's home (but the session's plan files) and, with the
+            // sandbox configured, keeps the file tools inside the sandbox's roots even where
+            // the kernel cannot confine Bash.
+            let sandbox_on = matches!(
+                crate::permission::sandbox::sandbox_mode(setup.config.sandbox.mode.as_deref()),
+                Ok(crate::permission::sandbox::SandboxMode::WorkspaceWrite)
+            );
             let workspace = Workspace::new(
                 &setup.cwd,
                 &setup.additional_dirs,
                 std::env::home_dir().as_deref(),
-            );
+            )
+            .with_floor(&setup.home, &session.dir, sandbox_on);
             Arc::new(ChainPolicy::new(state, workspace))
         }
         None => setup.permissions,

@@ -6,6 +6,9 @@
 //! and symlinks are resolved the way the kernel would. Cells: `A` = executes without asking,
 //! `?` = the user is asked, `D` = refused.
 //!
+//! The protected floor makes writes outside the workspace, into `.git` and downloads piped into
+//! a shell ask in yolo and refused in auto, unless an allow rule names them.
+//!
 //! The chain is what is tested here; the tools' own planning refusals (Read/Write/Edit of a
 //! sensitive file, relative paths outside the workspace) happen before the chain.
 
@@ -66,11 +69,11 @@ const EXPECTED: [(&str, &str); 30] = [
     ("Read link/o.txt (symlink out)", "AAAA|AAAA"),
     ("Write src/new.rs", "AAAD|AAAD"),
     ("Edit src/main.rs", "AAAD|??AD"),
-    ("Write /abs/outside/o.txt", "?AAD|AAAD"),
-    ("Write ../outside/x.txt", "?AAD|AAAD"),
-    ("Write link/x.txt (symlink out)", "?AAD|AAAD"),
+    ("Write /abs/outside/o.txt", "??DD|AAAD"),
+    ("Write ../outside/x.txt", "??DD|AAAD"),
+    ("Write link/x.txt (symlink out)", "??DD|AAAD"),
     ("Write .env", "??AD|??AD"),
-    ("Write .git/config", "??AD|DDDD"),
+    ("Write .git/config", "??DD|DDDD"),
     ("Write .env.example", "AAAD|AAAD"),
     ("Write plan file", "?AAA|?AAA"),
     ("Edit plan file", "?AAA|?AAA"),
@@ -79,7 +82,7 @@ const EXPECTED: [(&str, &str); 30] = [
     ("Bash ls -la", "?AA?|?AA?"),
     ("Bash rm -rf build", "?AA?|DDDD"),
     ("Bash git status", "?AA?|AAAA"),
-    ("Bash curl | sh", "?AA?|?AA?"),
+    ("Bash curl | sh", "??D?|??D?"),
     ("mcp__github__create_issue", "?AA?|AAAA"),
     ("mcp__fs__delete", "?AA?|??A?"),
     ("AskUserQuestion", "AADA|AADA"),
@@ -111,7 +114,14 @@ fn fixture() -> Fixture {
     let plan_file = root.join("session/agents/main/plans/plan.md");
     std::fs::write(&plan_file, "# plan\n").unwrap();
     // home = root, so `~/outside/**` in the rules means the sibling directory.
-    let ws = Workspace::new(&root.join("ws"), &[], Some(&root));
+    // The floor knows the session folder (its plan files stay writable); the fixture lives
+    // under the temp dir, so no temp dir counts as writable here.
+    let mut ws = Workspace::new(&root.join("ws"), &[], Some(&root)).with_floor(
+        &root.join("kimi-home"),
+        &root.join("session"),
+        false,
+    );
+    ws.protected.temp_dirs.clear();
     Fixture {
         _dir: dir,
         root,

@@ -166,6 +166,28 @@ fn every_policy_allows_asks_and_denies() {
             None,
             (A, P::UserConfiguredAllow),
         ),
+        // kimi-rs's protected floor (between 2 and 3)
+        case(
+            P::ProtectedFloor,
+            Auto,
+            bash("sudo reboot"),
+            Some(D),
+            (D, P::ProtectedFloor),
+        ),
+        case(
+            P::ProtectedFloor,
+            Yolo,
+            write(".git/hooks/pre-commit"),
+            Some(Q),
+            (Q, P::ProtectedFloor),
+        ),
+        case(
+            P::ProtectedFloor,
+            Auto,
+            bash("cargo build"),
+            None,
+            (A, P::AutoModeApprove),
+        ),
         // 3 auto-mode-approve
         case(
             P::AutoModeApprove,
@@ -232,12 +254,20 @@ fn every_policy_allows_asks_and_denies() {
             Some(A),
             (A, P::UserConfiguredAllow),
         ),
+        // An allow rule must match every command of the line; the deny rule sees `rm -rf x`.
         case(
             P::UserConfiguredAllow,
             Manual,
             bash("cargo build; rm -rf x"),
-            Some(A),
-            (A, P::UserConfiguredAllow),
+            None,
+            (D, P::UserConfiguredDeny),
+        ),
+        case(
+            P::UserConfiguredAllow,
+            Manual,
+            bash("cargo build && make"),
+            None,
+            (Q, P::FallbackAsk),
         ),
         case(
             P::UserConfiguredAllow,
@@ -297,10 +327,18 @@ fn every_policy_allows_asks_and_denies() {
             (D, P::AutoModeAskUserQuestionDeny),
         ),
         // 8 git-control-path-access-ask
+        // Writes into `.git` meet the protected floor first; reads still reach policy 8.
         case(
             P::GitControlPathAccessAsk,
             Yolo,
             write(".git/config"),
+            Some(Q),
+            (Q, P::ProtectedFloor),
+        ),
+        case(
+            P::GitControlPathAccessAsk,
+            Yolo,
+            read(".git/config"),
             Some(Q),
             (Q, P::GitControlPathAccessAsk),
         ),
@@ -322,6 +360,13 @@ fn every_policy_allows_asks_and_denies() {
             P::GitControlPathAccessAsk,
             Auto,
             write(".git/config"),
+            Some(Q),
+            (D, P::ProtectedFloor),
+        ),
+        case(
+            P::GitControlPathAccessAsk,
+            Auto,
+            read(".git/config"),
             Some(Q),
             (A, P::AutoModeApprove),
         ),
@@ -590,6 +635,7 @@ fn accesses_declared_by_hand_are_checked_too() {
             path: e.ws.resolve(".git"),
             recursive: true,
         }],
+        shell: None,
     };
     let d = decide(&PolicyInput {
         mode: Manual,

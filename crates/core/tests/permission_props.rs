@@ -67,6 +67,7 @@ proptest! {
             subject: Subject::Path(path.clone()),
             approval_rule: approval_rule_for("Write", Some(&path.to_string_lossy())),
             accesses: vec![FileAccess { op: AccessOp::Write, path, recursive: false }],
+            shell: None,
         };
         let pattern = RulePattern::parse(&call.approval_rule).unwrap();
         prop_assert!(pattern.matches(&call, ctx()));

@@ -15,7 +15,7 @@ use super::executor::GateDecision;
 use super::runtime::PermissionPolicy;
 use crate::permission::{
     AccessOp, CallFacts, FileAccess, PermissionState, Subject, Verdict, Workspace, action_for,
-    danger_summary,
+    danger_summary, policy::PolicyName,
 };
 
 pub struct ChainPolicy {
@@ -80,18 +80,29 @@ impl PermissionPolicy for ChainPolicy {
     fn decide(&self, call: &ToolCall, args: &Value, plan: &ToolPlan) -> GateDecision {
         let facts = self.facts(&call.name, plan);
         let decision = self.state().decide(&facts, &self.workspace);
-        tracing::info!(tool = %call.name, call_id = %call.id, verdict = ?decision.verdict, policy = decision.policy.as_str(), "permission decision");
+        tracing::info!(tool = %call.name, call_id = %call.id, verdict = ?decision.verdict, policy = decision.policy.as_str(), reason = decision.reason.as_deref().unwrap_or(""), "permission decision");
         match decision.verdict {
             Verdict::Approve => GateDecision::Approve,
             Verdict::Deny => GateDecision::Deny(decision.deny_message(&call.name)),
-            Verdict::Ask => GateDecision::Ask {
-                action: action_for(&facts, &self.workspace),
-                policy: decision.policy.as_str().to_owned(),
-                danger: (call.name == "Bash")
+            Verdict::Ask => {
+                let label = (call.name == "Bash")
                     .then(|| args.get("command").and_then(Value::as_str))
                     .flatten()
-                    .and_then(danger_summary),
-            },
+                    .and_then(danger_summary);
+                // A floor ask says why the floor stopped it, next to any danger label.
+                let danger = match (decision.policy, decision.reason) {
+                    (PolicyName::ProtectedFloor, Some(reason)) => Some(match label {
+                        Some(label) => format!("{label}; {reason}"),
+                        None => reason,
+                    }),
+                    _ => label,
+                };
+                GateDecision::Ask {
+                    action: action_for(&facts, &self.workspace),
+                    policy: decision.policy.as_str().to_owned(),
+                    danger,
+                }
+            }
         }
     }
 

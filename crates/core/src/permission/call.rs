@@ -2,8 +2,10 @@
 //! adapts a tool's execution plan (kimi-tools) into this shape; nothing here depends on tools.
 
 use std::path::PathBuf;
+use std::sync::Arc;
 
 use super::paths::Workspace;
+use super::shell::{self, ShellParse};
 
 /// How a declared file access uses its path (`write` and `readwrite` count as writing).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -51,6 +53,20 @@ pub struct CallFacts {
     pub approval_rule: String,
     /// Declared file accesses; empty when the tool declares none (`all`, e.g. Bash, MCP).
     pub accesses: Vec<FileAccess>,
+    /// For Bash: the command line parsed once into what it runs (rules and the floor read it).
+    pub shell: Option<Arc<ShellParse>>,
+}
+
+/// Tools whose text subject is a shell command line.
+pub fn is_shell_tool(tool_name: &str) -> bool {
+    tool_name == "Bash"
+}
+
+fn shell_of(tool_name: &str, subject: &Subject) -> Option<Arc<ShellParse>> {
+    match subject {
+        Subject::Text(command) if is_shell_tool(tool_name) => Some(Arc::new(shell::parse(command))),
+        Subject::Text(_) | Subject::Path(_) | Subject::NameOnly => None,
+    }
 }
 
 impl CallFacts {
@@ -65,6 +81,7 @@ impl CallFacts {
         };
         CallFacts {
             tool_name: tool_name.to_owned(),
+            shell: shell_of(tool_name, &subject),
             subject,
             approval_rule,
             accesses,
@@ -78,18 +95,14 @@ impl CallFacts {
             subject: Subject::NameOnly,
             approval_rule: tool_name.to_owned(),
             accesses: Vec::new(),
+            shell: None,
         }
     }
 
     /// A call whose subject is text (Bash command, Grep pattern, URL, …) and that declares no
     /// file accesses.
     pub fn text(tool_name: &str, subject: &str) -> CallFacts {
-        CallFacts {
-            tool_name: tool_name.to_owned(),
-            subject: Subject::Text(subject.to_owned()),
-            approval_rule: approval_rule_for(tool_name, Some(subject)),
-            accesses: Vec::new(),
-        }
+        CallFacts::new(tool_name, Subject::Text(subject.to_owned()), Vec::new())
     }
 
     /// A single-path call (Read, Write, Edit, ReadMediaFile): resolves `raw_path` against the
@@ -106,12 +119,18 @@ impl CallFacts {
                 path: resolved,
                 recursive: false,
             }],
+            shell: None,
         }
     }
 
     /// Whether the tool is an MCP tool (`mcp__<server>__<tool>`).
     pub fn is_mcp(&self) -> bool {
         self.tool_name.starts_with("mcp__")
+    }
+
+    /// The shell parse of a Bash call.
+    pub fn shell(&self) -> Option<&ShellParse> {
+        self.shell.as_deref()
     }
 
     /// The paths this call writes.

@@ -9,6 +9,8 @@
 //! 1. build [`CallFacts`] from the tool's plan with [`CallFacts::new`] (paths resolved with
 //!    [`Workspace::resolve`]); the approval rule is derived there, escaped, rather than taken
 //!    from the plan, so a remembered approval matches exactly its own subject;
+//!    For Bash the command line is parsed once ([`shell::parse`]) into the simple commands it
+//!    runs; user rules and the protected floor ([`floor`]) both decide on that parse;
 //! 2. feed the listeners in order into an [`Adjudicator`]: [`dedupe_verdict`], then
 //!    [`gate_verdict`] of [`decide`], [`plan_guard`], [`goal_start_review`], [`swarm_exclusive`],
 //!    the PreToolUse hooks (`crate::hooks::pre_tool_use_verdict`), [`stale_write_guard`],
@@ -21,6 +23,7 @@
 
 mod call;
 mod danger;
+pub mod floor;
 mod listeners;
 mod mode;
 mod paths;
@@ -30,10 +33,14 @@ mod rule_set;
 mod rules;
 pub mod sandbox;
 mod session;
+pub mod shell;
 mod state;
 
-pub use call::{AccessOp, CallFacts, FileAccess, Subject, approval_rule_for, escape_glob};
-pub use danger::{DangerLabel, danger_labels, danger_summary};
+pub use call::{
+    AccessOp, CallFacts, FileAccess, Subject, approval_rule_for, escape_glob, is_shell_tool,
+};
+pub use danger::{DangerLabel, danger_labels, danger_summary, labels_of};
+pub use floor::{Finding, Protected, findings, protected_floor};
 pub use listeners::{
     Adjudication, Adjudicator, AskKind, ListenerName, ListenerVerdict, PlanState, StaleFacts,
     adjudicate, asking_policy, dedupe_key, dedupe_verdict, gate_verdict, goal_start_review,

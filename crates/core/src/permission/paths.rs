@@ -7,6 +7,8 @@
 
 use std::path::{Component, Path, PathBuf};
 
+use super::floor::Protected;
+
 /// The directories a session may work in, resolved once at session start.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Workspace {
@@ -20,6 +22,8 @@ pub struct Workspace {
     pub git: Option<GitInfo>,
     /// Whether the host is POSIX (policy 11 only auto-approves there).
     pub posix: bool,
+    /// What the protected floor guards besides the workspace.
+    pub protected: Protected,
 }
 
 /// The git work tree around the cwd.
@@ -51,7 +55,20 @@ impl Workspace {
             home: home.map(canonical_or_lexical),
             git: GitInfo::detect(cwd),
             posix: cfg!(unix),
+            protected: Protected {
+                temp_dirs: vec![canonical_or_lexical(&std::env::temp_dir())],
+                ..Protected::default()
+            },
         }
+    }
+
+    /// The session's facts for the protected floor: kimi-rs's home, the session directory
+    /// (whose plan files stay writable) and whether the OS sandbox is on.
+    pub fn with_floor(mut self, kimi_home: &Path, session_dir: &Path, sandbox: bool) -> Workspace {
+        self.protected.kimi_home = Some(canonical_or_lexical(kimi_home));
+        self.protected.session_dir = Some(canonical_or_lexical(session_dir));
+        self.protected.sandbox = sandbox;
+        self
     }
 
     /// Resolves a path the model sent: `~` expanded, relative paths joined to cwd, `..` and

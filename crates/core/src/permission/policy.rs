@@ -1,10 +1,12 @@
-//! The v2 permission policy chain (surface.md §3.2, core.md §h.6): twelve small pure policies,
+//! The v2 permission policy chain (surface.md §3.2, core.md §h.6) with kimi-rs's protected
+//! floor after the user's deny rules: thirteen small pure policies,
 //! consulted in order; the first that answers decides, and the decision names its policy so a
 //! front end can explain why it asked or refused.
 
 use kimi_protocol::ops::PermissionMode;
 
 use super::call::CallFacts;
+use super::floor::protected_floor;
 use super::paths::{Workspace, is_git_control_path, is_sensitive_path};
 use super::rule_set::{RuleDecision, RuleSet};
 use super::rules::MatchContext;
@@ -15,6 +17,7 @@ use super::session::SessionApprovals;
 pub enum PolicyName {
     AutoModeAskUserQuestionDeny,
     UserConfiguredDeny,
+    ProtectedFloor,
     AutoModeApprove,
     SessionApprovalHistory,
     UserConfiguredAsk,
@@ -33,6 +36,7 @@ impl PolicyName {
         match self {
             PolicyName::AutoModeAskUserQuestionDeny => "auto-mode-ask-user-question-deny",
             PolicyName::UserConfiguredDeny => "user-configured-deny",
+            PolicyName::ProtectedFloor => "protected-floor",
             PolicyName::AutoModeApprove => "auto-mode-approve",
             PolicyName::SessionApprovalHistory => "session-approval-history",
             PolicyName::UserConfiguredAsk => "user-configured-ask",
@@ -104,7 +108,7 @@ pub struct PolicyInput<'a> {
 }
 
 impl PolicyInput<'_> {
-    fn ctx(&self) -> MatchContext<'_> {
+    pub(crate) fn ctx(&self) -> MatchContext<'_> {
         MatchContext {
             cwd: self.workspace.canonical_cwd(),
             home: self.workspace.home.as_deref(),
@@ -115,12 +119,14 @@ impl PolicyInput<'_> {
 type Policy = fn(&PolicyInput<'_>) -> Option<Decision>;
 
 /// The chain, in order.
-pub const CHAIN: [(PolicyName, Policy); 12] = [
+pub const CHAIN: [(PolicyName, Policy); 13] = [
     (
         PolicyName::AutoModeAskUserQuestionDeny,
         auto_mode_ask_user_question_deny,
     ),
     (PolicyName::UserConfiguredDeny, user_configured_deny),
+    // kimi-rs's own: before any mode approves (see `floor`).
+    (PolicyName::ProtectedFloor, protected_floor),
     (PolicyName::AutoModeApprove, auto_mode_approve),
     (PolicyName::SessionApprovalHistory, session_approval_history),
     (PolicyName::UserConfiguredAsk, user_configured_ask),

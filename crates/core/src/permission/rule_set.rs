@@ -4,7 +4,7 @@
 //! and the valid ones are kept.
 
 use super::call::CallFacts;
-use super::rules::{MatchContext, PatternError, RulePattern};
+use super::rules::{MatchContext, PatternError, RulePattern, ShellMatch};
 
 /// What a rule decides.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -67,10 +67,33 @@ impl RuleSet {
         call: &CallFacts,
         ctx: MatchContext<'_>,
     ) -> Option<&PermissionRule> {
+        let how = match decision {
+            RuleDecision::Allow => ShellMatch::Every,
+            RuleDecision::Deny | RuleDecision::Ask => ShellMatch::Any,
+        };
         self.rules
             .iter()
             .filter(|r| r.decision == decision)
-            .find(|r| r.pattern.matches(call, ctx))
+            .find(|r| r.pattern.matches_as(call, ctx, how))
+    }
+
+    /// The first rule of `decision`'s class that names this call's subject (not a bare tool
+    /// name or `*`) and matches it; a literal Bash rule may name the exact line. The protected
+    /// floor opens only for these.
+    pub fn first_explicit_match(
+        &self,
+        decision: RuleDecision,
+        call: &CallFacts,
+        ctx: MatchContext<'_>,
+    ) -> Option<&PermissionRule> {
+        self.rules
+            .iter()
+            .filter(|r| r.decision == decision && r.pattern.names_subject())
+            .find(|r| {
+                r.pattern.matches_as(call, ctx, ShellMatch::Every)
+                    || (r.pattern.is_literal()
+                        && r.pattern.matches_as(call, ctx, ShellMatch::Literal))
+            })
     }
 }
 
@@ -85,6 +108,23 @@ pub struct RuleLoadError {
     /// 1-based line of the rule in the config text, when known.
     pub line: Option<usize>,
     pub problem: RuleProblem,
+    /// The rule's decision, when it could be read.
+    pub decision: Option<RuleDecision>,
+}
+
+impl RuleLoadError {
+    /// A broken deny or ask rule (or one whose decision cannot be read) must stop start-up:
+    /// dropping it would run what the user meant to stop. A broken allow rule only allows less.
+    pub fn is_fatal(&self) -> bool {
+        self.decision != Some(RuleDecision::Allow)
+    }
+}
+
+impl LoadedRules {
+    /// The errors that refuse start-up (fail closed).
+    pub fn fatal_errors(&self) -> impl Iterator<Item = &RuleLoadError> {
+        self.errors.iter().filter(|e| e.is_fatal())
+    }
 }
 
 /// What was wrong with a rule.
@@ -192,12 +232,22 @@ fn build(entries: Vec<Entry>) -> LoadedRules {
                 index,
                 line,
                 problem,
+                decision: implied.or_else(|| declared_decision(&value)),
             }),
         }
     }
     LoadedRules {
         rules: RuleSet::new(rules),
         errors,
+    }
+}
+
+fn declared_decision(value: &toml::Value) -> Option<RuleDecision> {
+    match value.get("decision")?.as_str()? {
+        "allow" => Some(RuleDecision::Allow),
+        "deny" => Some(RuleDecision::Deny),
+        "ask" => Some(RuleDecision::Ask),
+        _ => None,
     }
 }
 

@@ -1,5 +1,11 @@
 //! Permission rule patterns `Tool` / `Tool(arg-glob)` and how they match a call (surface.md
 //! §3.3). The same matcher serves user rules and remembered session approvals.
+//!
+//! For Bash the argument glob is also matched against each simple command of the shell parse,
+//! with the program's base name and normalised flags on both sides (`Bash(rm -rf *)` matches
+//! `/bin/rm -r -f /` inside `echo hi; bash -c '…'`): a deny or ask rule matches if it matches
+//! the whole line or any part, an allow rule only if it matches every part (wrappers such as
+//! `sudo` included), and a remembered approval only the exact line.
 
 use std::path::Path;
 
@@ -7,6 +13,18 @@ use globset::{GlobBuilder, GlobMatcher};
 
 use super::call::{CallFacts, Subject};
 use super::paths::{expand_tilde, normalize_lexically};
+use super::shell::{ShellParse, SimpleCommand, normalize_words};
+
+/// How an argument pattern must match a Bash command line.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ShellMatch {
+    /// Deny and ask rules: the whole line or any simple command in it.
+    Any,
+    /// Allow rules: every simple command, wrappers included.
+    Every,
+    /// Remembered approvals: the exact line.
+    Literal,
+}
 
 /// Why a pattern could not be compiled.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -48,6 +66,8 @@ struct ArgPattern {
     /// Compiled for text subjects; path subjects compile per call because relative patterns
     /// resolve against the cwd.
     text: GlobMatcher,
+    /// The glob with its command words normalised like a parsed command (in place, hoisted).
+    shell: Option<(GlobMatcher, GlobMatcher)>,
 }
 
 /// What a path-aware match needs besides the call: the cwd for relative patterns and `~`.
@@ -108,7 +128,7 @@ impl RulePattern {
                     Some(rest) => (true, rest),
                     None => (false, raw),
                 };
-                let text_glob = text_glob(glob).map_err(|why| PatternError::ArgGlob {
+                let compiled = text_glob(glob).map_err(|why| PatternError::ArgGlob {
                     pattern: text.to_owned(),
                     glob: glob.to_owned(),
                     why,
@@ -119,10 +139,15 @@ impl RulePattern {
                     glob: glob.to_owned(),
                     why,
                 })?;
+                let words: Vec<&str> = glob.split_whitespace().collect();
+                let shell = text_glob(&normalize_words(&words, false))
+                    .ok()
+                    .zip(text_glob(&normalize_words(&words, true)).ok());
                 Some(ArgPattern {
                     negated,
                     glob: glob.to_owned(),
-                    text: text_glob,
+                    text: compiled,
+                    shell,
                 })
             }
         };
@@ -138,15 +163,40 @@ impl RulePattern {
         &self.text
     }
 
-    /// Whether the pattern matches the call. An argument pattern never matches a tool that only
-    /// accepts name-only rules.
+    /// Whether the pattern matches the call, a Bash line taken literally. An argument pattern
+    /// never matches a tool that only accepts name-only rules.
     pub fn matches(&self, call: &CallFacts, ctx: MatchContext<'_>) -> bool {
+        self.matches_as(call, ctx, ShellMatch::Literal)
+    }
+
+    /// Whether the pattern has an argument that names something: not `Tool`, `Tool(*)`,
+    /// `Tool(**)` or a negation.
+    pub fn names_subject(&self) -> bool {
+        self.arg.as_ref().is_some_and(|arg| {
+            !arg.negated && !arg.glob.chars().all(|c| matches!(c, '*' | '/' | ' '))
+        })
+    }
+
+    /// Whether the argument is a literal (no glob characters): the exact subject.
+    pub fn is_literal(&self) -> bool {
+        self.arg
+            .as_ref()
+            .is_some_and(|arg| !arg.negated && !has_glob_chars(&arg.glob))
+    }
+
+    /// Whether the pattern matches the call, Bash lines matched as `how` says.
+    pub fn matches_as(&self, call: &CallFacts, ctx: MatchContext<'_>, how: ShellMatch) -> bool {
         if !self.tool.is_match(&call.tool_name) {
             return false;
         }
         let Some(arg) = &self.arg else {
             return true;
         };
+        if let (Some(parsed), Subject::Text(text)) = (call.shell(), &call.subject)
+            && how != ShellMatch::Literal
+        {
+            return arg.matches_shell(text, parsed, how);
+        }
         let hit = match &call.subject {
             Subject::NameOnly => return false,
             Subject::Text(text) => arg.text.is_match(text),
@@ -163,6 +213,63 @@ impl RulePattern {
         };
         hit != arg.negated
     }
+}
+
+impl ArgPattern {
+    fn matches_shell(&self, text: &str, parsed: &ShellParse, how: ShellMatch) -> bool {
+        let parts: Vec<&SimpleCommand> = parsed
+            .commands
+            .iter()
+            .filter(|c| c.program().is_some())
+            .collect();
+        let Some((in_place, hoisted)) = &self.shell else {
+            return (how != ShellMatch::Every) && (self.text.is_match(text) != self.negated);
+        };
+        match how {
+            ShellMatch::Any | ShellMatch::Literal => {
+                let hit = |c: &&SimpleCommand| {
+                    in_place.is_match(c.normalized()) || hoisted.is_match(c.hoisted())
+                };
+                let raw = self.text.is_match(text);
+                if self.negated {
+                    !raw || parts.iter().any(|c| !hit(c))
+                } else {
+                    raw || parts.iter().any(hit)
+                }
+            }
+            ShellMatch::Every => {
+                if parsed.error.is_some() || parts.is_empty() {
+                    return false;
+                }
+                let hit = |c: &&SimpleCommand| {
+                    let prefix = c.wrappers.join(" ");
+                    let with = |form: String| {
+                        if prefix.is_empty() {
+                            form
+                        } else {
+                            format!("{prefix} {form}")
+                        }
+                    };
+                    in_place.is_match(with(c.normalized())) || hoisted.is_match(with(c.hoisted()))
+                };
+                parts.iter().all(|c| hit(c) != self.negated)
+            }
+        }
+    }
+}
+
+fn has_glob_chars(text: &str) -> bool {
+    let mut escaped = false;
+    for c in text.chars() {
+        if escaped {
+            escaped = false;
+        } else if c == '\\' {
+            escaped = true;
+        } else if matches!(c, '*' | '?' | '[' | '{') {
+            return true;
+        }
+    }
+    false
 }
 
 fn text_glob(glob: &str) -> Result<GlobMatcher, String> {
@@ -208,6 +315,7 @@ mod tests {
                 path: PathBuf::from(path),
                 recursive: false,
             }],
+            shell: None,
         }
     }
 
