@@ -89,10 +89,19 @@ pub enum Command {
         dir: Option<PathBuf>,
     },
     /// Run one command under the opt-in OS sandbox (writable workspace and temp dirs, `.git`
-    /// and the kimi-rs home read-only, no network sockets) to see what it allows.
+    /// and the kimi-rs home read-only, no sockets but stream socketpairs, no signals to outside
+    /// processes) to see what it allows.
     Sandbox {
+        /// Print what this kernel lets the sandbox enforce (the Landlock ABI and each
+        /// protection: filesystem, network, Unix sockets, signals) and exit.
+        #[arg(long, conflicts_with = "command")]
+        status: bool,
         /// The command and its arguments (after `--`).
-        #[arg(trailing_var_arg = true, allow_hyphen_values = true, required = true)]
+        #[arg(
+            trailing_var_arg = true,
+            allow_hyphen_values = true,
+            required_unless_present = "status"
+        )]
         command: Vec<std::ffi::OsString>,
     },
     /// Internal: the sandbox helper Bash commands run through (`--policy JSON -- CMD…`).
@@ -221,7 +230,7 @@ impl RunArgs {
 
 pub fn main() -> ExitCode {
     let cli = Cli::parse();
-    let _logs = start_logging(&cli);
+    let logs = start_logging(&cli);
     if let Ok(exe) = std::env::current_exe() {
         kimi_core::session::register_sandbox_helper(exe);
     }
@@ -289,7 +298,11 @@ pub fn main() -> ExitCode {
                 }
             }
         }
-        Some(Command::Sandbox { command }) => run_sandboxed(&command),
+        Some(Command::Sandbox { status: true, .. }) => sandbox_status(),
+        Some(Command::Sandbox {
+            status: false,
+            command,
+        }) => run_sandboxed(&command, logs.as_ref()),
         Some(Command::SandboxExec { args }) => {
             use kimi_core::permission::sandbox::{exec_sandboxed, parse_helper_args};
             let err = match parse_helper_args(&args) {
@@ -341,12 +354,36 @@ fn start_logging(cli: &Cli) -> Option<crate::logging::FlushGuard> {
     crate::logging::init_from_env(mode, cli.log_level, notices)
 }
 
-fn run_sandboxed(command: &[std::ffi::OsString]) -> ExitCode {
+/// `kimi-rs sandbox --status`: the kernel report; fails when the sandbox cannot run at all.
+fn sandbox_status() -> ExitCode {
+    use kimi_core::permission::sandbox::{SandboxSupport, kernel_support};
+    let support = kernel_support();
+    print!("{}", support.report());
+    match support.support() {
+        SandboxSupport::Available => ExitCode::SUCCESS,
+        SandboxSupport::Unavailable { .. } => ExitCode::FAILURE,
+    }
+}
+
+/// `kimi-rs sandbox -- CMD`: restricts this process and execs the command. `logs` is flushed
+/// first because `exec` ends the log writer's thread without flushing.
+fn run_sandboxed(
+    command: &[std::ffi::OsString],
+    logs: Option<&crate::logging::FlushGuard>,
+) -> ExitCode {
     use kimi_core::permission::Workspace;
-    use kimi_core::permission::sandbox::{SandboxPolicy, SandboxSupport, exec_sandboxed, probe};
-    if let SandboxSupport::Unavailable { reason } = probe() {
+    use kimi_core::permission::sandbox::{
+        SandboxPolicy, SandboxSupport, exec_sandboxed, kernel_support,
+    };
+    let support = kernel_support();
+    tracing::info!("{}", support.log_line());
+    if let SandboxSupport::Unavailable { reason } = support.support() {
         eprintln!("kimi-rs: the OS sandbox is not available here: {reason}");
         return ExitCode::FAILURE;
+    }
+    for warning in support.missing() {
+        tracing::warn!("{warning}");
+        eprintln!("kimi-rs: {warning}");
     }
     let (cwd, home) = match (std::env::current_dir(), kimi_store::home_from_env()) {
         (Ok(cwd), Ok(home)) => (cwd, home),
@@ -361,6 +398,9 @@ fn run_sandboxed(command: &[std::ffi::OsString]) -> ExitCode {
     };
     let workspace = Workspace::new(&cwd, &[], std::env::home_dir().as_deref());
     let policy = SandboxPolicy::workspace_write(&workspace, &[std::env::temp_dir()], &home);
+    if let Some(logs) = logs {
+        logs.flush();
+    }
     let err = exec_sandboxed(&policy, command);
     eprintln!("kimi-rs: {err}");
     ExitCode::FAILURE

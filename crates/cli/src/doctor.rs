@@ -16,7 +16,7 @@ use kimi_config::Config;
 use kimi_config::tui::TuiFile;
 use kimi_core::hooks::load_hooks;
 use kimi_core::permission::load_rules;
-use kimi_core::permission::sandbox::{SandboxMode, SandboxSupport, probe, sandbox_mode};
+use kimi_core::permission::sandbox::{SandboxMode, SandboxSupport, kernel_support, sandbox_mode};
 use kimi_core::profile::ProfileCatalog;
 use kimi_llm::config::LlmConfig;
 use kimi_skills::DiscoverOptions;
@@ -232,12 +232,14 @@ fn check_config_with(path: &Path, explicit: bool) -> (Check, Config) {
             .iter()
             .map(|e| format!("{e}; fix the entry (keys: event, matcher, command, timeout)")),
     );
-    if let Ok(SandboxMode::WorkspaceWrite) = sandbox_mode(config.sandbox.mode.as_deref())
-        && let SandboxSupport::Unavailable { reason } = probe()
-    {
-        check.warnings.push(format!(
-            "[sandbox] mode = \"workspace-write\", but the OS sandbox is not available here ({reason}); commands will run with the permission chain only"
-        ));
+    if let Ok(SandboxMode::WorkspaceWrite) = sandbox_mode(config.sandbox.mode.as_deref()) {
+        let support = kernel_support();
+        match support.support() {
+            SandboxSupport::Unavailable { reason } => check.warnings.push(format!(
+                "[sandbox] mode = \"workspace-write\", but the OS sandbox is not available here ({reason}); commands will run with the permission chain only"
+            )),
+            SandboxSupport::Available => check.warnings.extend(support.missing()),
+        }
     }
     (check, config)
 }

@@ -150,23 +150,28 @@ pub fn register_sandbox_helper(exe: PathBuf) {
     let _ = SANDBOX_HELPER.set(exe);
 }
 
-/// `[sandbox] mode = "workspace-write"`: the launcher prefix for Bash, or why it is off.
+/// `[sandbox] mode = "workspace-write"`: the launcher prefix for Bash with one warning per
+/// protection this kernel lacks, or why the sandbox is off. The first session of the process
+/// that asks for the sandbox logs what the kernel supports.
 fn sandbox_launcher(
     home: &Path,
     cwd: &Path,
     additional: &[PathBuf],
     config: &kimi_config::Config,
-) -> Result<Vec<String>, String> {
+) -> Result<(Vec<String>, Vec<String>), String> {
     use crate::permission::sandbox::{
-        SandboxMode, SandboxPolicy, SandboxSupport, helper_command, probe, sandbox_mode,
+        SandboxMode, SandboxPolicy, SandboxSupport, helper_command, kernel_support, sandbox_mode,
     };
     match sandbox_mode(config.sandbox.mode.as_deref())
         .map_err(|e| format!("{}: {e}", config.path.display()))?
     {
-        SandboxMode::Off => return Ok(Vec::new()),
+        SandboxMode::Off => return Ok((Vec::new(), Vec::new())),
         SandboxMode::WorkspaceWrite => {}
     }
-    if let SandboxSupport::Unavailable { reason } = probe() {
+    let support = kernel_support();
+    static LOGGED: std::sync::Once = std::sync::Once::new();
+    LOGGED.call_once(|| tracing::info!("{}", support.log_line()));
+    if let SandboxSupport::Unavailable { reason } = support.support() {
         return Err(format!(
             "the OS sandbox is not available here ({reason}); Bash runs with the permission chain only"
         ));
@@ -182,7 +187,7 @@ fn sandbox_launcher(
         helper_command(helper, &["__sandbox-exec"], &policy, &[]).map_err(|e| e.to_string())?;
     let mut argv = vec![cmd.get_program().to_string_lossy().into_owned()];
     argv.extend(cmd.get_args().map(|a| a.to_string_lossy().into_owned()));
-    Ok(argv)
+    Ok((argv, support.missing()))
 }
 
 /// `[[hooks]]` of the parsed config (re-read when the file changes); invalid entries are
@@ -412,7 +417,10 @@ pub fn open_session(setup: SessionSetup) -> Result<OpenedSession, SessionError> 
         &setup.additional_dirs,
         &setup.config,
     ) {
-        Ok(launcher) => ctx.settings.launcher = launcher,
+        Ok((launcher, missing)) => {
+            ctx.settings.launcher = launcher;
+            warnings.extend(missing);
+        }
         Err(warning) => warnings.push(warning),
     }
     let compaction = compaction_config(&setup.config.loop_control);

@@ -188,7 +188,7 @@ fn writes_inside_succeed_and_outside_fail() {
 }
 
 #[test]
-fn network_sockets_are_refused_but_unix_sockets_work() {
+fn network_sockets_are_refused_but_unix_socketpairs_work() {
     if skip() {
         return;
     }

@@ -1,15 +1,28 @@
 //! The optional Bash sandbox (beyond the reference, opt-in with `[sandbox] mode =
 //! "workspace-write"`): Landlock with a read-only root, writable workspace and temp dirs, `.git`
-//! and the kimi-rs home kept read-only, and a seccomp filter refusing every socket that is not
-//! a Unix socket.
+//! and the kimi-rs home kept read-only, Landlock scopes that keep the command from signalling
+//! processes outside the sandbox or connecting to abstract Unix sockets made outside it, and a
+//! seccomp filter refusing every `socket()` call.
+//!
+//! Unix sockets are refused outright, not only network ones: a Unix socket can reach a service
+//! outside the sandbox (the docker socket, the D-Bus session bus, ssh-agent, a tmux server in
+//! the writable `/tmp`), and Landlock cannot mediate `connect()` on a pathname socket before
+//! ABI 9. The trade-off: inside the sandbox no program can create a Unix socket, so local
+//! servers and clients (a test suite's own Unix-socket server, `ssh` through an agent, `docker`,
+//! `git` credential caches, syslog) fail with "Operation not permitted". Pipes and
+//! `socketpair(AF_UNIX, SOCK_STREAM | SOCK_SEQPACKET)` still work (runtimes use them for
+//! subprocess IPC); datagram socketpairs are refused because they can `sendto()` a named
+//! socket outside.
 //!
 //! It is applied in a child only: the kimi-rs binary re-executes itself as a helper
 //! ([`helper_command`] builds that command line, [`parse_helper_args`] reads it back), the helper
 //! calls [`exec_sandboxed`], which restricts itself and execs the real command. Where the
 //! kernel cannot do it, [`probe`] says why so the caller can warn once and fall back to the
-//! permission chain alone.
+//! permission chain alone; [`kernel_support`] says which protections the kernel offers, so
+//! missing ones (signal scoping before Linux 6.12) are reported too.
 
 mod plan;
+mod support;
 
 #[cfg(target_os = "linux")]
 mod linux;
@@ -20,6 +33,7 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 
 pub use plan::{WriteGrant, list_dir_fs, plan_write_grants};
+pub use support::{KernelSupport, Protection, ProtectionStatus};
 
 use super::paths::Workspace;
 
@@ -121,16 +135,30 @@ pub enum SandboxSupport {
 
 /// Checks, without restricting this process, whether Landlock and seccomp are usable.
 pub fn probe() -> SandboxSupport {
-    #[cfg(target_os = "linux")]
-    {
-        linux::probe()
-    }
-    #[cfg(not(target_os = "linux"))]
-    {
-        SandboxSupport::Unavailable {
-            reason: "Landlock and seccomp exist only on Linux".to_owned(),
+    kernel_support().support()
+}
+
+/// What the running kernel lets the sandbox enforce, asked once per process (it cannot change
+/// while kimi-rs runs) and without restricting this process.
+pub fn kernel_support() -> &'static KernelSupport {
+    static SUPPORT: std::sync::OnceLock<KernelSupport> = std::sync::OnceLock::new();
+    SUPPORT.get_or_init(|| {
+        #[cfg(target_os = "linux")]
+        {
+            linux::kernel_support()
         }
-    }
+        #[cfg(not(target_os = "linux"))]
+        {
+            let why = "Landlock and seccomp exist only on Linux".to_owned();
+            KernelSupport {
+                landlock_abi: Err(why.clone()),
+                landlock_fs: false,
+                scope_abstract_unix: false,
+                scope_signal: false,
+                seccomp: Err(why),
+            }
+        }
+    })
 }
 
 /// Restricts the calling thread (and everything it starts afterwards). Meant for the helper
