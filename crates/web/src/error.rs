@@ -13,6 +13,8 @@ pub mod code {
     pub const VALIDATION: u32 = 40001;
     pub const UNAUTHORIZED: u32 = 40101;
     pub const FORBIDDEN_HOST: u32 = 40301;
+    /// A WebSocket upgrade from another site's page.
+    pub const FORBIDDEN_ORIGIN: u32 = 40302;
     pub const NO_ENDPOINT: u32 = 40400;
     pub const SESSION_NOT_FOUND: u32 = 40401;
     pub const MESSAGE_NOT_FOUND: u32 = 40403;
@@ -139,7 +141,7 @@ impl ApiError {
     pub fn status(&self) -> StatusCode {
         match self.code {
             code::UNAUTHORIZED => StatusCode::UNAUTHORIZED,
-            code::FORBIDDEN_HOST => StatusCode::FORBIDDEN,
+            code::FORBIDDEN_HOST | code::FORBIDDEN_ORIGIN => StatusCode::FORBIDDEN,
             _ => StatusCode::OK,
         }
     }

@@ -7,17 +7,21 @@
 //! driven with the engine's operations; engine events are sent to WebSocket subscribers under the reference's event
 //! names, with durable events numbered per session and replayable from a cursor. Every JSON
 //! response is wrapped in the reference's `{code, msg, data, request_id}` envelope. All `/api`
-//! paths except `GET /api/v1/healthz` need the bearer token kept in `server.token`.
+//! paths except `GET /api/v1/healthz` need the bearer token kept in `server.token`; request
+//! heads and bodies have deadlines and open connections are bounded ([`Limits`]).
 
 mod auth;
 mod error;
 mod events;
+mod listen;
 mod live;
 mod messages;
 mod questions;
+pub mod reach;
 mod rest;
 mod server;
 mod ws;
 
-pub use auth::{load_or_create_token, token_path};
+pub use auth::{ServerToken, load_or_create_token, token_path};
+pub use listen::{BODY_TIMEOUT, HEADER_TIMEOUT, Limits, MAX_CONNECTIONS, Notices};
 pub use server::{Bound, DEFAULT_PORT, ServerOptions, WebError, bind};

@@ -1,5 +1,6 @@
 //! Binding (default 127.0.0.1:58627, the next port when busy), the router, and the middleware
-//! every request passes: request ids, the Host allowlist and the bearer token.
+//! every request passes: request ids, the Host allowlist and the bearer token (plus the Origin
+//! check of the WebSocket upgrade). Connections are accepted and bounded in `listen`.
 
 use std::future::Future;
 use std::net::SocketAddr;
@@ -16,6 +17,7 @@ use tokio::net::TcpListener;
 
 use crate::auth;
 use crate::error::{ApiError, REQUEST_ID, code, is_ulid, new_ulid};
+use crate::listen::{self, Limits, Notices};
 use crate::live::Registry;
 use crate::questions;
 use crate::rest;
@@ -38,17 +40,31 @@ pub enum WebError {
         port: u16,
         source: std::io::Error,
     },
-    #[error("the server stopped: {0}")]
-    Serve(std::io::Error),
 }
 
-/// Where to listen and which kimi-rs home holds the token and sessions.
+/// Where to listen, which kimi-rs home holds the token, the connection limits and where
+/// run-time notices go.
 #[derive(Debug, Clone)]
 pub struct ServerOptions {
     pub host: String,
     /// 0 lets the system pick a free port.
     pub port: u16,
     pub home: PathBuf,
+    pub limits: Limits,
+    pub notices: Notices,
+}
+
+impl ServerOptions {
+    /// The default limits and no notices besides the log.
+    pub fn new(host: impl Into<String>, port: u16, home: impl Into<PathBuf>) -> Self {
+        ServerOptions {
+            host: host.into(),
+            port,
+            home: home.into(),
+            limits: Limits::default(),
+            notices: Notices::default(),
+        }
+    }
 }
 
 /// Shared by every handler.
@@ -66,11 +82,15 @@ pub struct Bound {
     addr: SocketAddr,
     options: ServerOptions,
     token: String,
+    token_rotated: Option<String>,
 }
 
 /// Read (or create) the token and bind, moving to the next port while the port is taken.
 pub async fn bind(options: ServerOptions) -> Result<Bound, WebError> {
-    let token = auth::load_or_create_token(&options.home)?;
+    let auth::ServerToken {
+        token,
+        rotated: token_rotated,
+    } = auth::load_or_create_token(&options.home)?;
     let tries = if options.port == 0 { 1 } else { PORT_TRIES };
     let mut last = None;
     for i in 0..tries {
@@ -89,6 +109,7 @@ pub async fn bind(options: ServerOptions) -> Result<Bound, WebError> {
                     addr,
                     options,
                     token,
+                    token_rotated,
                 });
             }
             Err(err) if err.kind() == std::io::ErrorKind::AddrInUse => last = Some(err),
@@ -117,14 +138,28 @@ impl Bound {
         &self.token
     }
 
-    /// The browser URL, token in the fragment (never sent to the server in requests).
-    pub fn url(&self) -> String {
+    /// Why the token file on disk was replaced by a new token, when it was (see
+    /// [`auth::load_or_create_token`]).
+    pub fn token_rotated(&self) -> Option<&str> {
+        self.token_rotated.as_deref()
+    }
+
+    /// The page's URL without the token: what may be handed to other programs (a browser
+    /// launcher's command line is visible to every user of the machine). The page asks for the
+    /// token, or remembers it from an earlier visit.
+    pub fn page_url(&self) -> String {
         let host = match self.addr.ip() {
             ip if ip.is_unspecified() => "127.0.0.1".to_owned(),
             std::net::IpAddr::V6(ip) => format!("[{ip}]"),
             ip => ip.to_string(),
         };
-        format!("http://{host}:{}/#token={}", self.addr.port(), self.token)
+        format!("http://{host}:{}/", self.addr.port())
+    }
+
+    /// The page's URL with the token in the fragment (never sent to the server in requests):
+    /// for the terminal only.
+    pub fn url(&self) -> String {
+        format!("{}#token={}", self.page_url(), self.token)
     }
 
     /// Serve until `shutdown` resolves, then stop every session cleanly.
@@ -132,7 +167,7 @@ impl Bound {
         self,
         host: Arc<SessionHost>,
         shutdown: impl Future<Output = ()> + Send + 'static,
-    ) -> Result<(), WebError> {
+    ) {
         let app = Arc::new(App {
             registry: Registry::new(host),
             token: self.token,
@@ -140,12 +175,15 @@ impl Bound {
             server_id: new_ulid(),
             started_at: crate::events::timestamp(),
         });
-        let result = axum::serve(self.listener, router(app.clone()))
-            .with_graceful_shutdown(shutdown)
-            .await
-            .map_err(WebError::Serve);
+        listen::serve(
+            self.listener,
+            router(app.clone()),
+            self.options.limits,
+            self.options.notices,
+            shutdown,
+        )
+        .await;
         app.registry.shutdown().await;
-        result
     }
 }
 
@@ -201,6 +239,20 @@ async fn websocket(
     upgrade: WebSocketUpgrade,
     request_headers: axum::http::HeaderMap,
 ) -> Response {
+    if !auth::origin_allowed(&request_headers) {
+        let origin = request_headers
+            .get(header::ORIGIN)
+            .map(|v| String::from_utf8_lossy(v.as_bytes()).into_owned())
+            .unwrap_or_default();
+        tracing::warn!("refused a WebSocket from the page at {origin:?}");
+        return ApiError::new(
+            code::FORBIDDEN_ORIGIN,
+            format!(
+                "a WebSocket may only be opened by this server's own page, not one from {origin:?}: open the URL kimi-rs web printed, or connect without an Origin header from a script"
+            ),
+        )
+        .into_response();
+    }
     // A browser only accepts the upgrade when the server echoes the subprotocol it offered.
     let protocols: Vec<String> = auth::offered_ws_protocol(&request_headers, &app.token)
         .into_iter()
@@ -252,17 +304,13 @@ mod tests {
     use super::*;
 
     #[tokio::test]
-    async fn a_busy_port_moves_to_the_next_one_and_the_url_carries_the_token() {
+    async fn a_busy_port_moves_to_the_next_one_and_only_the_terminal_url_carries_the_token() {
         let home = tempfile::tempdir().unwrap();
         let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
         let port = taken.local_addr().unwrap().port();
-        let bound = bind(ServerOptions {
-            host: "127.0.0.1".to_owned(),
-            port,
-            home: home.path().to_owned(),
-        })
-        .await
-        .unwrap();
+        let bound = bind(ServerOptions::new("127.0.0.1", port, home.path()))
+            .await
+            .unwrap();
         assert!(bound.addr().port() > port);
         assert_eq!(
             bound.url(),
@@ -273,8 +321,13 @@ mod tests {
             )
         );
         assert_eq!(
-            auth::load_or_create_token(home.path()).unwrap(),
+            bound.page_url(),
+            format!("http://127.0.0.1:{}/", bound.addr().port())
+        );
+        assert_eq!(
+            auth::load_or_create_token(home.path()).unwrap().token,
             bound.token()
         );
+        assert_eq!(bound.token_rotated(), None);
     }
 }

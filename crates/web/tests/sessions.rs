@@ -67,11 +67,11 @@ async fn the_session_list_comes_from_the_session_host() {
         .collect();
     assert_eq!(expected, vec![first.state.id.clone()]);
 
-    let bound = kimi_web::bind(kimi_web::ServerOptions {
-        host: "127.0.0.1".to_owned(),
-        port: 0,
-        home: token_home.path().to_owned(),
-    })
+    let bound = kimi_web::bind(kimi_web::ServerOptions::new(
+        "127.0.0.1",
+        0,
+        token_home.path(),
+    ))
     .await
     .unwrap();
     let (addr, token) = (bound.addr(), bound.token().to_owned());
@@ -102,5 +102,5 @@ async fn the_session_list_comes_from_the_session_host() {
     assert_eq!(one["data"]["archived"], true);
 
     stop.send(()).unwrap();
-    server.await.unwrap().unwrap();
+    server.await.unwrap();
 }
