@@ -327,3 +327,26 @@ fn with_the_sandbox_on_no_rule_lets_a_tool_edit_the_config() {
         config
     );
 }
+
+#[test]
+fn a_symlink_made_in_the_same_batch_cannot_carry_an_approved_write_into_the_home() {
+    // Decided together, run in order: the link does not exist when the Write is approved.
+    let calls = vec![
+        bash("link", "ln -s ~ escape"),
+        write("w", Path::new("escape/mcp.json")),
+    ];
+    let fx = Fixture::new(CORE_FORMATS[0], turns(&calls));
+    let run = fx.run(&["-p", "go", "--output-format", "stream-json"]);
+    assert_eq!(run.code, Some(0), "{run:?}");
+    let results = results(&json_lines(&run));
+    assert!(
+        fx.cwd().join("escape").is_symlink(),
+        "the link was made: {results:?}"
+    );
+    let content = result_of(&results, "w");
+    assert!(content.contains("symlink on the way changed"), "{content}");
+    assert!(
+        !fx.home.path().join("mcp.json").exists(),
+        "nothing was written into kimi-rs's home"
+    );
+}

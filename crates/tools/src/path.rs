@@ -55,6 +55,30 @@ pub fn canonicalize_lenient(path: &Path) -> PathBuf {
     }
 }
 
+/// Just before a write: the planned path (canonical when it was approved) must still resolve
+/// to itself. A symlink created since — by a command running in the same batch, say — would
+/// otherwise carry the approved write somewhere the permission chain never saw.
+pub fn check_unchanged_since_approval(planned: &Path) -> Result<(), String> {
+    // The planned path was canonical, so a symlink at its end now (even a dangling one, which
+    // canonicalising cannot follow) is new.
+    let now = match std::fs::symlink_metadata(planned) {
+        Ok(meta) if meta.file_type().is_symlink() => std::fs::read_link(planned)
+            .map(|target| planned.parent().unwrap_or(planned).join(target))
+            .unwrap_or_else(|_| planned.join("<symlink>")),
+        _ => canonicalize_lenient(planned),
+    };
+    if now == planned {
+        Ok(())
+    } else {
+        Err(format!(
+            "`{}` now resolves to `{}`: a symlink on the way changed after the call was \
+             approved, so nothing was written. Check the path and call the tool again.",
+            planned.display(),
+            now.display()
+        ))
+    }
+}
+
 fn expand_home(raw: &str, home: Option<&Path>) -> PathBuf {
     match (raw, home) {
         ("~", Some(home)) => home.to_path_buf(),
@@ -177,6 +201,25 @@ fn is_sensitive_name(base: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[cfg(unix)]
+    #[test]
+    fn a_symlink_made_after_approval_stops_the_write() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = std::fs::canonicalize(dir.path()).unwrap();
+        let planned = canonicalize_lenient(&root.join("link/config.toml"));
+        assert_eq!(planned, root.join("link/config.toml"));
+        assert!(check_unchanged_since_approval(&planned).is_ok());
+        std::fs::create_dir(root.join("elsewhere")).unwrap();
+        std::os::unix::fs::symlink(root.join("elsewhere"), root.join("link")).unwrap();
+        let err = check_unchanged_since_approval(&planned).unwrap_err();
+        assert!(err.contains("elsewhere"), "{err}");
+        // The final component turned into a symlink is caught too.
+        let file = root.join("f.txt");
+        let planned = canonicalize_lenient(&file);
+        std::os::unix::fs::symlink(root.join("elsewhere/x"), &file).unwrap();
+        assert!(check_unchanged_since_approval(&planned).is_err());
+    }
 
     #[test]
     fn sensitive_table() {

@@ -203,6 +203,9 @@ impl Execution for EditExecution {
         _progress: ProgressSink,
     ) -> ToolResult {
         let shown = self.path.display().to_string();
+        if let Err(msg) = crate::path::check_unchanged_since_approval(&self.path) {
+            return ToolResult::error(msg);
+        }
         let view = match load(&self.path) {
             Ok(v) => v,
             Err(msg) => return ToolResult::error(msg),

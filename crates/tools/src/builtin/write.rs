@@ -119,6 +119,9 @@ impl Execution for WriteExecution {
         if let Err(err) = ctx.stale.check(&self.path) {
             return ToolResult::error(err.to_string());
         }
+        if let Err(msg) = crate::path::check_unchanged_since_approval(&self.path) {
+            return ToolResult::error(msg);
+        }
         if self.path.is_dir() {
             return ToolResult::error(format!(
                 "`{shown}` is a directory; give the path of a file."
