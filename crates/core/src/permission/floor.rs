@@ -388,8 +388,41 @@ fn command_findings(parsed: &ShellParse, ws: &Workspace, out: &mut Vec<Finding>)
                 command: command.display(),
             });
         }
+        if let Some(target) = cwd
+            .as_deref()
+            .and_then(|cwd| link_into_protected(command, cwd, ws))
+        {
+            out.push(Finding::ControlFile(target));
+        }
         cwd = track_cd(command, cwd, ws);
     }
+}
+
+/// `ln -s TARGET LINK` whose target is kimi-rs's home, a directory holding it, or a git control
+/// directory: a later write through the link (in this line or the next call) would land there
+/// while its spelling stays in the workspace.
+fn link_into_protected(command: &SimpleCommand, cwd: &Path, ws: &Workspace) -> Option<PathBuf> {
+    if command.program() != Some("ln") {
+        return None;
+    }
+    let args = command.args();
+    let symbolic = args.iter().any(|a| {
+        a == "--symbolic" || (a.starts_with('-') && !a.starts_with("--") && a.contains('s'))
+    });
+    let operands: Vec<&String> = args.iter().filter(|a| !a.starts_with('-')).collect();
+    if !symbolic || operands.len() < 2 {
+        return None;
+    }
+    operands[..operands.len() - 1].iter().find_map(|target| {
+        let resolved = resolve_from(target, cwd, ws);
+        let into_home = ws
+            .protected
+            .kimi_home
+            .as_ref()
+            .is_some_and(|home| home.starts_with(&resolved) || resolved.starts_with(home));
+        (into_home || has_git_component(&resolved) || is_git_control_path(&resolved, ws))
+            .then_some(resolved)
+    })
 }
 
 /// Follows a literal `cd DIR` for the commands after it; a `cd` to a run-time value makes the

@@ -80,6 +80,11 @@ fn auto_refuses_every_attack_and_manual_and_yolo_ask() {
         CallFacts::text("Bash", "cp evil ~/.kimi-rs/config.toml"),
         CallFacts::text("Bash", "echo 'unterminated"),
         CallFacts::text("Bash", "rm -rf \"$X\"/*"),
+        CallFacts::text(
+            "Bash",
+            "ln -s ~ escape && echo x > escape/.kimi-rs/config.toml",
+        ),
+        CallFacts::text("Bash", "ln -sf .git/hooks h"),
     ];
     for path in [
         PathBuf::from("/etc/passwd"),
@@ -127,6 +132,7 @@ fn ordinary_work_passes_the_floor() {
         CallFacts::text("Bash", "git commit -m 'x' && git push"),
         CallFacts::text("Bash", "curl -o x.tgz https://example.com/x.tgz"),
         CallFacts::text("Bash", "echo hi > /dev/null 2>&1"),
+        CallFacts::text("Bash", "ln -s ../shared/lib vendor/lib"),
         write(&fx, &fx.project.join("src/main.rs")),
         write(&fx, &fx.project.join(".kimi-code/skills/x/SKILL.md")),
         write(&fx, &plan),
