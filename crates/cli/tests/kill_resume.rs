@@ -105,3 +105,31 @@ fn six_kill_9_at_random_points_of_a_40_step_task_each_continued_with_c() {
         assert_eq!(lines.len(), ran, "seed {seed}: no step ran twice: {log}");
     }
 }
+
+/// A short run of the engine soak (the long one is `kimi-engine-soak`, see README).
+#[test]
+fn engine_soak_loses_nothing_acknowledged() {
+    let mut figures = kimi_test_support::engine_soak::EngineFigures::default();
+    for seed in 1..=4u64 {
+        kimi_test_support::engine_soak::run_trial(
+            std::path::Path::new(common::BIN),
+            seed,
+            &mut figures,
+        )
+        .unwrap();
+    }
+    eprintln!("{figures}");
+    assert_eq!(figures.trials, 4);
+    assert!(figures.kills >= 4, "{figures}");
+    assert!(figures.results_acknowledged > 0, "{figures}");
+    assert_eq!(
+        (
+            figures.results_lost,
+            figures.pairing_violations,
+            figures.duplicated_side_effects,
+            figures.unfinished
+        ),
+        (0, 0, 0, 0),
+        "{figures}"
+    );
+}

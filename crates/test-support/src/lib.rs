@@ -5,6 +5,7 @@
 //! fixture server (`kimi-mcp-fixture`), sandbox-test rules and test model constructors.
 
 pub mod crash_harness;
+pub mod engine_soak;
 pub mod mcp_fixture;
 mod pairing;
 mod render;
