@@ -195,7 +195,7 @@ pub fn run_trial(bin: &Path, seed: u64, figures: &mut EngineFigures) -> Result<(
         ("KIMI_MODEL_NAME", "soak-model".to_owned()),
         ("KIMI_MODEL_API_KEY", "sk-soak".to_owned()),
         ("KIMI_MODEL_PROVIDER_TYPE", "openai".to_owned()),
-        ("KIMI_MODEL_BASE_URL", model.base_url.clone()),
+        ("KIMI_MODEL_BASE_URL", model.base_url),
         ("NO_PROXY", "127.0.0.1,localhost".to_owned()),
         ("no_proxy", "127.0.0.1,localhost".to_owned()),
     ];
