@@ -89,6 +89,9 @@ pub async fn run_turn(rt: &Arc<Runtime>, prompt: Pending, cancel: CancellationTo
         if let Err(err) = shared.machine.start_turn(turn_id) {
             rt.transition_failed(&err);
         }
+        // A failure outside a turn was reported when it happened; this turn starts afresh
+        // (its first append writes what is still pending, or fails it).
+        shared.journal_failure = None;
     }
     tracing::info!(turn_id, prompt_id = %prompt.prompt_id, "turn started");
     let mut user = Message::new(Role::User, prompt.input.clone());
@@ -157,6 +160,7 @@ pub async fn run_turn(rt: &Arc<Runtime>, prompt: Pending, cancel: CancellationTo
                 rt.transition_failed(&err);
             }
             shared.turn_cancel = None;
+            requeue_late_steers(&mut shared);
         }
         rt.emit(Event::TurnEnded {
             turn_id,
@@ -272,6 +276,13 @@ pub async fn run_turn(rt: &Arc<Runtime>, prompt: Pending, cancel: CancellationTo
         }
     };
 
+    // A failed journal append cancelled the turn's token: the turn failed, it was not
+    // interrupted, and the user must hear what to do about it.
+    let journal_failure = rt.shared().journal_failure.clone();
+    let outcome = match journal_failure {
+        Some(message) => Err(Failure::Error(message)),
+        None => outcome,
+    };
     let (reason, error, phase) = match outcome {
         Ok(()) => (TurnEndReason::Completed, None, TurnPhase::Done),
         Err(Failure::Cancelled) => (TurnEndReason::Cancelled, None, TurnPhase::Aborted),
@@ -321,6 +332,7 @@ pub async fn run_turn(rt: &Arc<Runtime>, prompt: Pending, cancel: CancellationTo
         // The turn is over before front ends hear so: an undo or steer sent on `TurnEnded`
         // must find the agent idle.
         shared.turn_cancel = None;
+        requeue_late_steers(&mut shared);
     }
     if let Some(message) = &error {
         rt.emit(Event::Error {
@@ -339,6 +351,18 @@ pub async fn run_turn(rt: &Arc<Runtime>, prompt: Pending, cancel: CancellationTo
         error,
         steps: step,
     }
+}
+
+/// Steers that arrived after the turn's last gate start the next turn, ahead of other work.
+/// Done in the same lock that marks the turn over, so every steer lands either here or (the
+/// agent now idle) as a new prompt — whichever job the turn ran for (a prompt, background-task
+/// notices), none waits for some later turn's gate.
+fn requeue_late_steers(shared: &mut super::runtime::Shared) {
+    let late: Vec<Pending> = std::mem::take(&mut shared.steers);
+    for (i, steer) in late.into_iter().enumerate() {
+        shared.jobs.insert(i, super::runtime::Job::Prompt(steer));
+    }
+    shared.machine.queued = shared.jobs.len();
 }
 
 /// Run the Stop hooks; `Some(reason)` when one blocks (asks the model to keep going).
@@ -462,22 +486,29 @@ fn consume_steers(rt: &Runtime, turn_id: u64) {
     }
 }
 
-/// Write what a failed attempt streamed (non-vacuous parts) and close its step.
+/// Close the step of an attempt that did not finish. An interrupted attempt keeps what it
+/// streamed (the user saw it and stopped it); a broken one is discarded — it is retried or the
+/// turn fails, so its partial text would otherwise be replayed as an answer on resume.
 fn close_failed_attempt(
     rt: &Runtime,
     uuid: &str,
     turn_id: u64,
     step: u32,
     partial: &Message,
-    reason: &str,
+    interrupted: bool,
 ) {
-    let mut records: Vec<_> = partial
-        .content
-        .iter()
-        .filter(|p| !p.is_vacuous())
-        .cloned()
-        .map(|p| rec::content_part(uuid, turn_id, step, p))
-        .collect();
+    let mut records: Vec<_> = if interrupted {
+        partial
+            .content
+            .iter()
+            .filter(|p| !p.is_vacuous())
+            .cloned()
+            .map(|p| rec::content_part(uuid, turn_id, step, p))
+            .collect()
+    } else {
+        Vec::new()
+    };
+    let reason = if interrupted { "interrupted" } else { "error" };
     records.push(rec::step_end(uuid, reason, None));
     rt.commit(records);
 }
@@ -533,10 +564,10 @@ async fn run_step(
             Err(err) => {
                 let partial = acc.snapshot();
                 if cancel.is_cancelled() {
-                    close_failed_attempt(rt, &uuid, turn_id, step, &partial, "interrupted");
+                    close_failed_attempt(rt, &uuid, turn_id, step, &partial, true);
                     return Err(Failure::Cancelled);
                 }
-                close_failed_attempt(rt, &uuid, turn_id, step, &partial, "error");
+                close_failed_attempt(rt, &uuid, turn_id, step, &partial, false);
                 match err.kind() {
                     ErrorKind::StructureRejected if !*strict => {
                         *strict = true;
@@ -693,7 +724,11 @@ async fn finish_step(
         .cloned()
         .map(|p| rec::content_part(uuid, turn_id, step, p))
         .collect();
-    rt.commit(parts);
+    if !rt.commit(parts) {
+        // Nothing runs on an answer the journal does not have (the turn maps this to the
+        // journal error).
+        return Err(Failure::Cancelled);
+    }
     if let Some(u) = usage {
         let usage = kimi_protocol::ops::Usage {
             input_other: u.input_other,
@@ -764,12 +799,23 @@ async fn finish_step(
     } else {
         "tool_use"
     };
-    rt.commit(vec![rec::step_end(uuid, reason, usage_value)]);
+    if !rt.commit(vec![rec::step_end(uuid, reason, usage_value)]) {
+        return Err(Failure::Cancelled);
+    }
     rt.emit(Event::StepCompleted {
         turn_id,
         step,
         finish_reason: Some(reason.to_owned()),
     });
+    if let Some((tool, times)) = outcome.repeat_stop {
+        // The model is stuck in a loop: the turn fails with the reason instead of ending as
+        // if it had completed.
+        return Err(Failure::Error(format!(
+            "stopped the turn: the model made the same {tool} call {times} times in a row without \
+             making progress. Tell it what to do differently (or what it is missing) in a new \
+             prompt to continue."
+        )));
+    }
     Ok(StepEnd::Continue {
         stop_turn: outcome.stop_turn,
     })
