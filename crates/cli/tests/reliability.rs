@@ -75,8 +75,11 @@ fn a_full_disk_stops_the_turn_before_the_side_effecting_call_runs_again_and_exit
     );
     let args = json!({ "command": command }).to_string();
     for i in 1..=5 {
-        fx.server
-            .push(ScriptTurn::tool_calls(&[(&format!("call_{i}"), "Bash", &args)]));
+        fx.server.push(ScriptTurn::tool_calls(&[(
+            &format!("call_{i}"),
+            "Bash",
+            &args,
+        )]));
     }
     fx.server.push(ScriptTurn::text("All done."));
     // The protected floor keeps commands away from kimi-rs's home; this rule lets the test's
@@ -128,7 +131,11 @@ fn a_broken_streams_partial_text_is_neither_printed_nor_journaled_nor_resumed() 
     let run = fx.run(&["-p", "Answer me"]);
     assert_eq!(run.code, Some(0), "{run:?}");
     assert!(!run.stdout.contains("PARTIAL"), "{run:?}");
-    assert_eq!(run.stdout.matches("The whole answer.").count(), 1, "{run:?}");
+    assert_eq!(
+        run.stdout.matches("The whole answer.").count(),
+        1,
+        "{run:?}"
+    );
     let id = fx.session_ids().remove(0);
     let journal = fx.journal(&id);
     let text = serde_json::to_string(&journal).unwrap();
@@ -174,7 +181,9 @@ fn a_stream_that_never_completes_fails_without_printing_its_partial_text() {
 /// Twelve identical calls in a row: the repeat guard stops the turn.
 fn looping_model() -> Vec<ScriptTurn> {
     (1..=12)
-        .map(|i| ScriptTurn::tool_calls(&[(&format!("call_{i}"), "Read", r#"{"path":"notes.txt"}"#)]))
+        .map(|i| {
+            ScriptTurn::tool_calls(&[(&format!("call_{i}"), "Read", r#"{"path":"notes.txt"}"#)])
+        })
         .collect()
 }
 

@@ -13,8 +13,8 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 pub use crate::own_record::{
-    CronAdd, CronCursor, CronDelete, CronJob, PlanModeRecord, ProfileBind, PromptQueued, PromptSteer, TodoItem,
-    TodoSet, TodoStatus,
+    CronAdd, CronCursor, CronDelete, CronJob, PlanModeRecord, ProfileBind, PromptQueued,
+    PromptSteer, TodoItem, TodoSet, TodoStatus,
 };
 pub use crate::ref_record::*;
 

@@ -432,6 +432,19 @@ async fn run_jobs(rt: Arc<Runtime>) -> Vec<TurnResult> {
         }
         rt.jobs_done.send_modify(|n| *n += 1);
     }
+    // Records a failed append kept pending get a last chance; what still cannot be written is
+    // said, not dropped silently at exit.
+    let pending = rt.log().pending_records();
+    if pending > 0 {
+        let result = rt.log().retry_pending();
+        if let Err(err) = result {
+            rt.emit(Event::Error {
+                message: format!(
+                    "{pending} journal record(s) could not be written and are lost: {err}. Free disk space or fix the journal's permissions before resuming this session"
+                ),
+            });
+        }
+    }
     if let Some(hooks) = &rt.config.hooks {
         hooks
             .fire(crate::hooks::HookEventData::SessionEnd {

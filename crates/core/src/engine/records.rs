@@ -7,8 +7,8 @@ use kimi_protocol::loop_event::{
 };
 use kimi_protocol::ops::TurnEndReason;
 use kimi_protocol::record::{
-    AppendLoopEvent, AppendMessage, ProfileBind, PromptKind, PromptQueued, PromptRecord, PromptSteer, TurnEnded,
-    TurnPrompt,
+    AppendLoopEvent, AppendMessage, ProfileBind, PromptKind, PromptQueued, PromptRecord,
+    PromptSteer, TurnEnded, TurnPrompt,
 };
 use kimi_protocol::{ContentPart, LoopEvent, Message, Origin, RecordPayload, ToolCall};
 use serde_json::{Map, Value};
