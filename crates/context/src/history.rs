@@ -272,6 +272,7 @@ impl History {
             // Ours: plan mode, queue, profile, cron and todos are folded by the engine.
             | RecordPayload::PlanMode(_)
             | RecordPayload::PromptQueued(_)
+            | RecordPayload::PromptSteer(_)
             | RecordPayload::ProfileBind(_)
             | RecordPayload::CronAdd(_)
             | RecordPayload::CronDelete(_)

@@ -329,3 +329,104 @@ async fn a_background_task_that_finishes_while_idle_starts_a_turn_that_reports_i
     );
     close(opened).await;
 }
+
+/// A steer that arrives after the last step gate of a turn the engine started on its own (to
+/// deliver background-task notices) must not wait for some later turn: it starts the next one.
+/// A Stop hook holds the turn past its last gate (it runs after the turn's final steer check)
+/// until the test has delivered the steer.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_steer_after_the_last_gate_of_a_task_notice_turn_reaches_the_model() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (home, cwd) = (tmp.path().join("home"), tmp.path().join("work"));
+    std::fs::create_dir_all(&home).unwrap();
+    std::fs::create_dir_all(&cwd).unwrap();
+    let fifo = cwd.join("bg.fifo");
+    assert!(
+        std::process::Command::new("mkfifo")
+            .arg(&fifo)
+            .status()
+            .unwrap()
+            .success()
+    );
+    let (armed, entered, released) = (cwd.join("armed"), cwd.join("entered"), cwd.join("released"));
+    let hook = format!(
+        "if [ -f '{}' ]; then touch '{}'; while [ ! -f '{}' ]; do sleep 0.05; done; fi; exit 0",
+        armed.display(),
+        entered.display(),
+        released.display()
+    );
+    std::fs::write(
+        home.join("config.toml"),
+        format!(
+            "[[hooks]]\nevent = \"Stop\"\ncommand = {}\ntimeout = 60\n",
+            serde_json::Value::String(hook)
+        ),
+    )
+    .unwrap();
+    let background = serde_json::json!({
+        "command": format!("cat '{}'", fifo.display()),
+        "run_in_background": true,
+        "description": "wait for the pipe",
+    })
+    .to_string();
+    let provider = Arc::new(ScriptedProvider::new(vec![
+        ScriptTurn::tool_calls(&[("c1", "Bash", &background)]),
+        ScriptTurn::text("Started it."),
+        ScriptTurn::text("Noted the finished task."),
+        ScriptTurn::text("Handled the late steer."),
+    ]));
+    let mut opened = open_session(setup(&home, &cwd, Resume::New, provider.clone(), None)).unwrap();
+    let events = turn(&mut opened, "Start the background job", None).await;
+    assert_eq!(ended(&events), TurnEndReason::Completed, "{events:#?}");
+
+    // The task ends while the agent is idle: the engine starts a turn to tell the model.
+    std::fs::write(&armed, "").unwrap();
+    let writer = fifo.clone();
+    tokio::task::spawn_blocking(move || std::fs::write(writer, "done\n").unwrap());
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+    while !entered.exists() {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the task-notice turn never reached its Stop hook"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    opened.agent.handle.send(Op::Steer {
+        input: vec![ContentPart::text("LATE STEER: and the docs")],
+    });
+    // Ops are handled in order: once this warning is back, the steer has been accepted.
+    opened.agent.handle.send(Op::Answer {
+        request_id: "barrier".to_owned(),
+        answers: kimi_protocol::question::Answers::Dismissed,
+    });
+    let mut ends = 0;
+    loop {
+        let event = tokio::time::timeout(Duration::from_secs(30), opened.agent.events.recv())
+            .await
+            .expect("the late steer reached the model (it did not wait for a later turn)")
+            .expect("agent alive");
+        match event {
+            Event::Warning { message } if message.contains("barrier") => {
+                std::fs::write(&released, "").unwrap();
+            }
+            Event::TurnEnded { .. } => {
+                ends += 1;
+                if ends == 2 {
+                    break;
+                }
+            }
+            _ => {}
+        }
+    }
+    let requests = provider.requests();
+    assert_eq!(requests.len(), 4);
+    let last_user = requests[3]
+        .messages
+        .iter()
+        .rev()
+        .find(|m| m.role == kimi_protocol::Role::User)
+        .map(kimi_protocol::Message::text)
+        .unwrap_or_default();
+    assert!(last_user.contains("LATE STEER"), "{last_user}");
+    close(opened).await;
+}

@@ -32,6 +32,18 @@ pub struct PromptQueued {
     pub input: Vec<ContentPart>,
 }
 
+/// `prompt.steer`: a steer accepted into a running turn, journaled on receipt so a crash before
+/// the turn's next step gate does not lose it. It is consumed by the `turn.steer` (its
+/// `promptIds`) the gate writes, or by the `turn.prompt` of the turn it starts (a steer that
+/// came too late for its turn); one still unconsumed on resume is delivered then.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PromptSteer {
+    pub prompt_id: String,
+    #[serde(default, deserialize_with = "deserialize_content")]
+    pub input: Vec<ContentPart>,
+}
+
 /// `profile.bind`: the profile an agent runs as and its rendered system prompt (reused on
 /// resume so the provider's prompt cache stays warm). `profileFile` names a custom agent file.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]

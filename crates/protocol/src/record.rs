@@ -13,8 +13,8 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 pub use crate::own_record::{
-    CronAdd, CronCursor, CronDelete, CronJob, PlanModeRecord, ProfileBind, PromptQueued, TodoItem,
-    TodoSet, TodoStatus,
+    CronAdd, CronCursor, CronDelete, CronJob, PlanModeRecord, ProfileBind, PromptQueued,
+    PromptSteer, TodoItem, TodoSet, TodoStatus,
 };
 pub use crate::ref_record::*;
 
@@ -130,6 +130,8 @@ pub enum RecordPayload {
     PlanMode(PlanModeRecord),
     #[serde(rename = "prompt.queued")]
     PromptQueued(PromptQueued),
+    #[serde(rename = "prompt.steer")]
+    PromptSteer(PromptSteer),
     #[serde(rename = "profile.bind")]
     ProfileBind(ProfileBind),
     #[serde(rename = "cron.add")]
@@ -185,6 +187,7 @@ pub(crate) const TYPED: &[&str] = &[
     "forked",
     "plan.mode",
     "prompt.queued",
+    "prompt.steer",
     "profile.bind",
     "cron.add",
     "cron.delete",
@@ -218,6 +221,7 @@ impl RecordPayload {
             | RecordPayload::Other(_)
             | RecordPayload::PlanMode(_)
             | RecordPayload::PromptQueued(_)
+            | RecordPayload::PromptSteer(_)
             | RecordPayload::ProfileBind(_)
             | RecordPayload::CronAdd(_)
             | RecordPayload::CronDelete(_)
@@ -261,6 +265,7 @@ impl RecordPayload {
             | RecordPayload::Other(_)
             | RecordPayload::PlanMode(_)
             | RecordPayload::PromptQueued(_)
+            | RecordPayload::PromptSteer(_)
             | RecordPayload::ProfileBind(_)
             | RecordPayload::CronAdd(_)
             | RecordPayload::CronDelete(_)
@@ -346,6 +351,7 @@ impl Record {
             RecordPayload::Forked(_) => "forked",
             RecordPayload::PlanMode(_) => "plan.mode",
             RecordPayload::PromptQueued(_) => "prompt.queued",
+            RecordPayload::PromptSteer(_) => "prompt.steer",
             RecordPayload::ProfileBind(_) => "profile.bind",
             RecordPayload::CronAdd(_) => "cron.add",
             RecordPayload::CronDelete(_) => "cron.delete",
@@ -458,6 +464,7 @@ fn decode_payload(
         "forked" => direct!(Forked),
         "plan.mode" => direct!(PlanMode),
         "prompt.queued" => direct!(PromptQueued),
+        "prompt.steer" => direct!(PromptSteer),
         "profile.bind" => direct!(ProfileBind),
         "cron.add" => direct!(CronAdd),
         "cron.delete" => direct!(CronDelete),

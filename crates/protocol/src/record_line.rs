@@ -129,6 +129,7 @@ impl Record {
             "forked" => Forked,
             "plan.mode" => PlanMode,
             "prompt.queued" => PromptQueued,
+            "prompt.steer" => PromptSteer,
             "profile.bind" => ProfileBind,
             "cron.add" => CronAdd,
             "cron.delete" => CronDelete,

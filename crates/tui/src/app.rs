@@ -340,6 +340,19 @@ impl App {
         }
     }
 
+    /// Drop the cells of an attempt still streaming: the engine discarded it (retried, or the
+    /// turn failed), so its text must not stay on screen as if it were the answer.
+    fn discard_streams(&mut self) {
+        let mut i = self.committed;
+        while i < self.cells.len() {
+            if self.cells[i].streaming_kind().is_some() {
+                self.cells.remove(i);
+            } else {
+                i += 1;
+            }
+        }
+    }
+
     fn finish_streams(&mut self) {
         for cell in self.cells.iter_mut().skip(self.committed) {
             if cell.streaming_kind().is_some()
@@ -370,6 +383,9 @@ impl App {
                 // The engine stopped waiting for the question when the turn ended.
                 if matches!(self.dialog, Some(Dialog::Question(_))) {
                     self.dialog = None;
+                }
+                if reason == TurnEndReason::Failed {
+                    self.discard_streams();
                 }
                 self.finish_streams();
                 for cell in &mut self.cells {
@@ -414,6 +430,7 @@ impl App {
                 status_code,
                 ..
             } => {
+                self.discard_streams();
                 let code = status_code
                     .map(|c| format!("HTTP {c}: "))
                     .unwrap_or_default();

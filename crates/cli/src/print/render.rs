@@ -2,12 +2,15 @@
 //! lines indented two spaces), thinking on stderr the same way, one stderr line per retry, a
 //! resume hint on stderr.
 //! `stream-json`: one JSON object per stdout line — assistant messages (with `tool_calls`
-//! before their results), tool results, and `meta` lines for retries and the resume hint.
+//! before their results), tool results, and `meta` lines for retries, a failed turn and the
+//! resume hint.
+//! Both print an answer only once its response arrived whole: the text of an attempt that
+//! broke off (retried, or the turn failed) is discarded, as the engine discards it.
 
 use std::io::{self, Write};
 
 use kimi_protocol::ContentPart;
-use kimi_protocol::ops::Event;
+use kimi_protocol::ops::{Event, TurnEndReason};
 use serde_json::{Map, Value, json};
 
 const BULLET: &str = "• ";
@@ -115,6 +118,8 @@ pub struct TextWriter<O: Write, E: Write> {
     stderr: E,
     assistant: BlockWriter,
     thinking: BlockWriter,
+    /// The answer of the attempt under way, printed when its response is complete.
+    answer: String,
 }
 
 impl<O: Write, E: Write> TextWriter<O, E> {
@@ -129,11 +134,21 @@ impl<O: Write, E: Write> TextWriter<O, E> {
             stderr,
             assistant: BlockWriter::new(stdout_columns),
             thinking: BlockWriter::new(stderr_columns),
+            answer: String::new(),
         }
     }
 
     pub fn into_inner(self) -> (O, E) {
         (self.stdout, self.stderr)
+    }
+
+    fn write_answer(&mut self) -> io::Result<()> {
+        let answer = std::mem::take(&mut self.answer);
+        if answer.is_empty() {
+            return Ok(());
+        }
+        self.thinking.finish(&mut self.stderr)?;
+        self.assistant.write(&mut self.stdout, &answer)
     }
 }
 
@@ -141,11 +156,24 @@ impl<O: Write, E: Write> TurnWriter for TextWriter<O, E> {
     fn event(&mut self, event: &Event) -> io::Result<()> {
         match event {
             Event::AssistantDelta { text } => {
-                self.thinking.finish(&mut self.stderr)?;
-                self.assistant.write(&mut self.stdout, text)
+                self.answer.push_str(text);
+                Ok(())
             }
+            // The response arrived whole: its text is the answer.
+            Event::AssistantMessage { .. } => self.write_answer(),
             Event::ThinkingDelta { text } => self.thinking.write(&mut self.stderr, text),
-            Event::StepCompleted { .. } | Event::TurnEnded { .. } => {
+            Event::TurnEnded { reason, .. } => {
+                // A failed turn's unfinished attempt was discarded; an interrupted one's text
+                // is kept (the journal keeps it too).
+                if *reason == TurnEndReason::Failed {
+                    self.answer.clear();
+                }
+                self.write_answer()?;
+                self.thinking.finish(&mut self.stderr)?;
+                self.assistant.finish(&mut self.stdout)
+            }
+            Event::StepCompleted { .. } => {
+                self.write_answer()?;
                 self.thinking.finish(&mut self.stderr)?;
                 self.assistant.finish(&mut self.stdout)
             }
@@ -160,6 +188,7 @@ impl<O: Write, E: Write> TurnWriter for TextWriter<O, E> {
                 error_message,
                 ..
             } => {
+                self.answer.clear();
                 self.thinking.finish(&mut self.stderr)?;
                 self.assistant.finish(&mut self.stdout)?;
                 self.stdout.flush()?;
@@ -172,7 +201,6 @@ impl<O: Write, E: Write> TurnWriter for TextWriter<O, E> {
             // Tool traffic stays off the human transcript, as in the reference.
             Event::TurnStarted { .. }
             | Event::StepStarted { .. }
-            | Event::AssistantMessage { .. }
             | Event::ToolStarted { .. }
             | Event::ToolProgress { .. }
             | Event::ToolResult { .. }
@@ -197,9 +225,12 @@ impl<O: Write, E: Write> TurnWriter for TextWriter<O, E> {
         }
     }
 
-    fn discard_assistant(&mut self) {}
+    fn discard_assistant(&mut self) {
+        self.answer.clear();
+    }
 
     fn finish(&mut self) -> io::Result<()> {
+        self.write_answer()?;
         self.thinking.finish(&mut self.stderr)?;
         self.assistant.finish(&mut self.stdout)?;
         self.stdout.flush()?;
@@ -324,7 +355,31 @@ impl<O: Write> TurnWriter for JsonWriter<O> {
                 }
                 self.line(&line)
             }
-            Event::StepCompleted { .. } | Event::TurnEnded { .. } => self.flush_assistant(),
+            Event::StepCompleted { .. } => self.flush_assistant(),
+            Event::TurnEnded { reason, error, .. } => {
+                if *reason == TurnEndReason::Failed {
+                    // What is left is the unfinished attempt the engine discarded.
+                    self.discard_assistant();
+                } else {
+                    self.flush_assistant()?;
+                }
+                match (reason, error) {
+                    (TurnEndReason::Failed | TurnEndReason::Blocked, Some(error)) => {
+                        let reason = if *reason == TurnEndReason::Failed {
+                            "failed"
+                        } else {
+                            "blocked"
+                        };
+                        self.line(&json!({
+                            "role": "meta",
+                            "type": "turn.failed",
+                            "reason": reason,
+                            "error": error,
+                        }))
+                    }
+                    _ => Ok(()),
+                }
+            }
             Event::TurnStarted { .. }
             | Event::StepStarted { .. }
             | Event::ThinkingDelta { .. }
@@ -379,7 +434,6 @@ impl<O: Write> TurnWriter for JsonWriter<O> {
 mod tests {
     use super::*;
     use kimi_protocol::ToolCall;
-    use kimi_protocol::ops::TurnEndReason;
     use pretty_assertions::assert_eq;
 
     fn ended() -> Event {

@@ -118,14 +118,7 @@ async fn dispatch(rt: Arc<Runtime>, mut ops: mpsc::UnboundedReceiver<Op>) {
             Op::Submit { input, origin } => submit(&rt, input, origin.unwrap_or_else(Origin::user)),
             Op::Steer { input } => {
                 if is_running(&rt) {
-                    let mut shared = rt.shared();
-                    shared.steers.push(Pending {
-                        prompt_id: rec::new_id("msg_"),
-                        input,
-                        origin: Origin::user(),
-                    });
-                    shared.steer_signal.cancel();
-                    shared.steer_signal = CancellationToken::new();
+                    steer(&rt, input);
                 } else {
                     submit(&rt, input, Origin::user());
                 }
@@ -234,6 +227,23 @@ fn submit(rt: &Runtime, input: Vec<ContentPart>, origin: Origin) {
     shared.machine.queued = shared.jobs.len();
     drop(shared);
     rt.wake.notify_one();
+}
+
+/// A steer into the running turn: durable on receipt (`prompt.steer`), so a crash before the
+/// next gate does not lose it — resume delivers it. The gate's `turn.steer` consumes it. A
+/// steer the journal refused still joins the turn (the write error stops the turn and is
+/// reported), so it is not lost while this process lives.
+fn steer(rt: &Runtime, input: Vec<ContentPart>) {
+    let prompt_id = rec::new_id("msg_");
+    rt.commit(vec![rec::prompt_steer(&prompt_id, &input)]);
+    let mut shared = rt.shared();
+    shared.steers.push(Pending {
+        prompt_id,
+        input,
+        origin: Origin::user(),
+    });
+    shared.steer_signal.cancel();
+    shared.steer_signal = CancellationToken::new();
 }
 
 fn cancel(rt: &Runtime, queued: bool) {
@@ -386,15 +396,10 @@ async fn run_jobs(rt: Arc<Runtime>) -> Vec<TurnResult> {
                     shared.turn_cancel = Some(token.clone());
                     shared.user_cancelled = false;
                 }
+                // The turn itself hands steers that came after its last gate on (they start
+                // the next turn).
                 let result = run_turn(&rt, prompt, token).await;
-                let mut shared = rt.shared();
-                shared.turn_cancel = None;
-                // Steers that arrived after the last gate start the next turn.
-                let late: Vec<Pending> = std::mem::take(&mut shared.steers);
-                for (i, steer) in late.into_iter().enumerate() {
-                    shared.jobs.insert(i, Job::Prompt(steer));
-                }
-                drop(shared);
+                rt.shared().turn_cancel = None;
                 results.push(result);
             }
             Job::Compact { instruction } => {
@@ -426,6 +431,19 @@ async fn run_jobs(rt: Arc<Runtime>) -> Vec<TurnResult> {
             }
         }
         rt.jobs_done.send_modify(|n| *n += 1);
+    }
+    // Records a failed append kept pending get a last chance; what still cannot be written is
+    // said, not dropped silently at exit.
+    let pending = rt.log().pending_records();
+    if pending > 0 {
+        let result = rt.log().retry_pending();
+        if let Err(err) = result {
+            rt.emit(Event::Error {
+                message: format!(
+                    "{pending} journal record(s) could not be written and are lost: {err}. Free disk space or fix the journal's permissions before resuming this session"
+                ),
+            });
+        }
     }
     if let Some(hooks) = &rt.config.hooks {
         hooks

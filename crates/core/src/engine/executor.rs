@@ -103,6 +103,9 @@ pub struct BatchOutcome {
     pub results: Vec<(String, ToolResult)>,
     /// A result (or the repeat guard) asked to end the turn after this batch.
     pub stop_turn: bool,
+    /// The repeat guard stopped the turn: the tool whose identical call kept coming back and
+    /// how many times in a row. The turn fails with this reason rather than ending quietly.
+    pub repeat_stop: Option<(String, u32)>,
 }
 
 enum Prepared {
@@ -212,6 +215,12 @@ async fn prepare_one(
     let plan = exec.plan().clone();
     // Announced before any decision, so front ends show the call while its approval is asked.
     env.host.started(call, &args, Some(&plan));
+    if env.cancel.is_cancelled() {
+        // Cancelled meanwhile — by the user, or because the call could not be journaled:
+        // a call the journal does not have never runs.
+        let text = executor_text::aborted(&call.name, env.user_cancel);
+        return (args, Some(plan), Prepared::Done(ToolResult::error(text)));
+    }
     let verdict = match env.host.decide(call, &args, &plan) {
         GateDecision::Approve => None,
         GateDecision::Deny(text) => Some(ToolResult::error(text)),
@@ -311,6 +320,9 @@ pub async fn run_batch(
                 let verdict = repeat.observe(&key);
                 reminders[i] = verdict.reminder;
                 outcome.stop_turn |= verdict.stop_turn;
+                if verdict.stop_turn {
+                    outcome.repeat_stop = Some((call.name.clone(), verdict.streak));
+                }
             }
         }
         // Calls that reached planning were announced inside `prepare_one`.
@@ -343,6 +355,11 @@ pub async fn run_batch(
     let start =
         |i: usize, executions: &mut HashMap<usize, Box<dyn Execution>>| -> Option<Running<'_>> {
             let exec = executions.remove(&i)?;
+            // A journal write that failed after this call was planned cancelled the turn:
+            // the call gets its aborted result below instead of running.
+            if env.cancel.is_cancelled() {
+                return None;
+            }
             let token = tool_cancel.child_token();
             let ctx = env.ctx;
             let name = calls[i].name.clone();

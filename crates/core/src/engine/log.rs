@@ -289,9 +289,13 @@ fn todos_on_branch(input: &kimi_store::OwnedReplayInput) -> Vec<TodoItem> {
         .unwrap_or_default()
 }
 
-/// `prompt.queued` records whose prompt neither started (`turn.prompt` / `prompt.steered` with
-/// the same id) nor was cancelled (`prompt.aborted`).
-fn pending_queue<'a>(records: impl Iterator<Item = &'a RecordPayload>) -> Vec<QueuedPrompt> {
+/// `prompt.queued` and `prompt.steer` records whose prompt neither started (`turn.prompt` /
+/// `prompt.steered` with the same id), nor joined a turn (`turn.steer` naming it), nor was
+/// cancelled (`prompt.aborted`), in the order they were accepted. A steer whose turn died with
+/// the process is delivered this way on resume, once: its turn's `turn.prompt` consumes it.
+pub(crate) fn pending_queue<'a>(
+    records: impl Iterator<Item = &'a RecordPayload>,
+) -> Vec<QueuedPrompt> {
     let mut queue: Vec<QueuedPrompt> = Vec::new();
     for payload in records {
         match payload {
@@ -299,6 +303,19 @@ fn pending_queue<'a>(records: impl Iterator<Item = &'a RecordPayload>) -> Vec<Qu
                 prompt_id: queued.prompt_id.clone(),
                 input: queued.input.clone(),
             }),
+            RecordPayload::PromptSteer(steer) => queue.push(QueuedPrompt {
+                prompt_id: steer.prompt_id.clone(),
+                input: steer.input.clone(),
+            }),
+            RecordPayload::TurnSteer(steer) => {
+                let ids: Vec<&String> = steer
+                    .prompt_ids
+                    .iter()
+                    .flatten()
+                    .chain(steer.message_id.as_ref())
+                    .collect();
+                queue.retain(|q| !ids.contains(&&q.prompt_id));
+            }
             RecordPayload::TurnPrompt(p) => {
                 if let Some(id) = &p.prompt_id {
                     queue.retain(|q| &q.prompt_id != id);

@@ -4,6 +4,7 @@
 pub mod agent;
 pub mod compact;
 pub mod executor;
+mod gate;
 pub mod hooks;
 pub mod log;
 pub mod permissions;

@@ -7,8 +7,8 @@ use kimi_protocol::loop_event::{
 };
 use kimi_protocol::ops::TurnEndReason;
 use kimi_protocol::record::{
-    AppendLoopEvent, AppendMessage, ProfileBind, PromptKind, PromptQueued, PromptRecord, TurnEnded,
-    TurnPrompt,
+    AppendLoopEvent, AppendMessage, ProfileBind, PromptKind, PromptQueued, PromptRecord,
+    PromptSteer, TurnEnded, TurnPrompt,
 };
 use kimi_protocol::{ContentPart, LoopEvent, Message, Origin, RecordPayload, ToolCall};
 use serde_json::{Map, Value};
@@ -140,6 +140,14 @@ pub fn prompt(kind: PromptKind, prompt_id: &str, reason: Option<TurnEndReason>) 
 /// typed.
 pub fn prompt_queued(prompt_id: &str, input: &[ContentPart]) -> RecordPayload {
     RecordPayload::PromptQueued(PromptQueued {
+        prompt_id: prompt_id.to_owned(),
+        input: input.to_vec(),
+    })
+}
+
+/// Our own record: a steer accepted into a running turn, durable before it is acknowledged.
+pub fn prompt_steer(prompt_id: &str, input: &[ContentPart]) -> RecordPayload {
+    RecordPayload::PromptSteer(PromptSteer {
         prompt_id: prompt_id.to_owned(),
         input: input.to_vec(),
     })

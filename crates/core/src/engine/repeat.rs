@@ -42,6 +42,8 @@ pub struct RepeatVerdict {
     pub reminder: Option<String>,
     /// Stop the turn after this batch.
     pub stop_turn: bool,
+    /// How many times in a row this call has now been made.
+    pub streak: u32,
 }
 
 /// Counts consecutive identical calls across the steps of one turn.
@@ -69,6 +71,7 @@ impl RepeatGuard {
         RepeatVerdict {
             reminder: text.map(|t| format!("<system-reminder>\n{t}\n</system-reminder>")),
             stop_turn: self.streak >= 12,
+            streak: self.streak,
         }
     }
 }

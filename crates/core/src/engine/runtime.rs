@@ -116,6 +116,9 @@ pub struct Shared {
     /// Fired when a steer arrives, so waits (WaitFor) can end early.
     pub steer_signal: CancellationToken,
     pub shutting_down: bool,
+    /// Set when a journal append failed during the running turn: the turn was stopped (its
+    /// token cancelled) and ends failed with this message instead of going on unjournaled.
+    pub journal_failure: Option<String>,
 }
 
 /// An agent's side toward its front ends: the event channel and the approvals waiting for the
@@ -239,18 +242,44 @@ impl Runtime {
         });
     }
 
-    /// Commit records; a write error is reported to the front ends and kept pending by the
-    /// journal (retried before the next append), never silently dropped.
+    /// Commit records; `false` when they could not be made durable (see [`Runtime::try_commit`]).
     pub fn commit(&self, payloads: Vec<RecordPayload>) -> bool {
-        match self.log().commit(payloads) {
-            Ok(()) => true,
-            Err(err) => {
-                self.emit(Event::Error {
-                    message: format!("could not write the session journal: {err}"),
-                });
-                false
+        self.try_commit(payloads).is_ok()
+    }
+
+    /// Commit records. A write error stops the running turn (its token is cancelled, so no
+    /// tool starts on state the journal does not have; the turn ends failed with the returned
+    /// message) or, when no turn runs, is shown to the front ends at once. The journal keeps
+    /// the records pending and writes them first on the next append.
+    pub fn try_commit(&self, payloads: Vec<RecordPayload>) -> Result<(), String> {
+        let result = self.log().commit(payloads);
+        let Err(err) = result else {
+            return Ok(());
+        };
+        let path = self.log().journal_path().display().to_string();
+        let message = format!(
+            "could not write the session journal {path}: {err}. The turn was stopped so nothing \
+             runs on unsaved state. Free disk space or fix the permissions of {path}, then resume \
+             with `kimi-rs -S {}` (records not yet written are lost if kimi-rs exits first)",
+            self.config.session_id
+        );
+        tracing::error!(journal = %path, "{message}");
+        let running = {
+            let mut shared = self.shared();
+            let running = shared.turn_cancel.clone();
+            if running.is_some() && shared.journal_failure.is_none() {
+                shared.journal_failure = Some(message.clone());
             }
+            running
+        };
+        match running {
+            // The turn reports it when it ends (one error, not one per failed append).
+            Some(token) => token.cancel(),
+            None => self.link.emit(Event::Error {
+                message: message.clone(),
+            }),
         }
+        Err(message)
     }
 
     pub fn snapshot(&self) -> AgentStatus {

@@ -20,6 +20,8 @@ use kimi_context::compaction::service::{AutoCheck, OverflowDecision, Trigger};
 
 use super::compact;
 use super::executor::{BatchEnv, run_batch};
+pub use super::gate::task_notice;
+use super::gate::{consume_steers, consume_task_notices, requeue_late_steers};
 use super::hooks::hook_result_text;
 use super::records as rec;
 use super::repeat::RepeatGuard;
@@ -89,6 +91,9 @@ pub async fn run_turn(rt: &Arc<Runtime>, prompt: Pending, cancel: CancellationTo
         if let Err(err) = shared.machine.start_turn(turn_id) {
             rt.transition_failed(&err);
         }
+        // A failure outside a turn was reported when it happened; this turn starts afresh
+        // (its first append writes what is still pending, or fails it).
+        shared.journal_failure = None;
     }
     tracing::info!(turn_id, prompt_id = %prompt.prompt_id, "turn started");
     let mut user = Message::new(Role::User, prompt.input.clone());
@@ -157,6 +162,7 @@ pub async fn run_turn(rt: &Arc<Runtime>, prompt: Pending, cancel: CancellationTo
                 rt.transition_failed(&err);
             }
             shared.turn_cancel = None;
+            requeue_late_steers(&mut shared);
         }
         rt.emit(Event::TurnEnded {
             turn_id,
@@ -272,6 +278,13 @@ pub async fn run_turn(rt: &Arc<Runtime>, prompt: Pending, cancel: CancellationTo
         }
     };
 
+    // A failed journal append cancelled the turn's token: the turn failed, it was not
+    // interrupted, and the user must hear what to do about it.
+    let journal_failure = rt.shared().journal_failure.clone();
+    let outcome = match journal_failure {
+        Some(message) => Err(Failure::Error(message)),
+        None => outcome,
+    };
     let (reason, error, phase) = match outcome {
         Ok(()) => (TurnEndReason::Completed, None, TurnPhase::Done),
         Err(Failure::Cancelled) => (TurnEndReason::Cancelled, None, TurnPhase::Aborted),
@@ -321,6 +334,7 @@ pub async fn run_turn(rt: &Arc<Runtime>, prompt: Pending, cancel: CancellationTo
         // The turn is over before front ends hear so: an undo or steer sent on `TurnEnded`
         // must find the agent idle.
         shared.turn_cancel = None;
+        requeue_late_steers(&mut shared);
     }
     if let Some(message) = &error {
         rt.emit(Event::Error {
@@ -355,129 +369,29 @@ async fn stop_hook(rt: &Runtime) -> Option<String> {
     result.blocked
 }
 
-/// How much of a background subagent's report a task notice carries.
-const AGENT_REPORT_LIMIT: u64 = 32 * 1024;
-
-/// The message that tells the model a background task ended. A background subagent's notice
-/// carries its report (the reference delivers the result as a message); a shell task's points
-/// at TaskOutput.
-pub fn task_notice(
-    task: &kimi_tools::tasks::TaskInfo,
-    tasks: &kimi_tools::tasks::TaskManager,
-) -> Message {
-    let what = if task.description.is_empty() {
-        task.command.clone()
-    } else {
-        task.description.clone()
-    };
-    let exit = task
-        .exit_code
-        .map(|c| format!(", exit code {c}"))
-        .unwrap_or_default();
-    let text = if task.kind == "agent" {
-        let (report, total) = tasks.tail_output(&task.id, AGENT_REPORT_LIMIT);
-        let cut = if total > AGENT_REPORT_LIMIT {
-            format!(" (last {AGENT_REPORT_LIMIT} bytes of {total}; TaskOutput has it all)")
-        } else {
-            String::new()
-        };
-        format!(
-            "<system-reminder>\nBackground subagent task {} ({what}) ended: {}. Its report{cut}:\n\n{report}\n</system-reminder>",
-            task.id,
-            task.status.as_str()
-        )
-    } else {
-        format!(
-            "<system-reminder>\nBackground task {} ({what}) ended: {}{exit}. Read its output with TaskOutput if you need it.\n</system-reminder>",
-            task.id,
-            task.status.as_str()
-        )
-    };
-    let mut message = Message::new(Role::User, vec![ContentPart::text(text)]);
-    message.origin = Some(Origin::Known(KnownOrigin::Task {
-        task_id: task.id.clone(),
-        status: task.status.as_str().to_owned(),
-        notification_id: rec::new_id("ntf_"),
-    }));
-    message
-}
-
-/// Finished background tasks join the conversation at the gate (the model hears about them
-/// before its next request).
-fn consume_task_notices(rt: &Runtime) {
-    let finished = rt.config.tool_ctx.tasks.drain_notifications();
-    if finished.is_empty() {
-        return;
-    }
-    let records = finished
-        .iter()
-        .map(|t| rec::message(task_notice(t, &rt.config.tool_ctx.tasks)))
-        .collect();
-    rt.commit(records);
-    if let Some(hooks) = &rt.config.hooks {
-        for task in &finished {
-            hooks.fire_and_forget(HookEventData::Notification {
-                sink: "context".to_owned(),
-                agent_id: rt.log().agent_id().to_owned(),
-                notification_type: format!("task.{}", task.status.as_str()),
-                title: format!("Background task {} ended", task.id),
-                body: task.description.clone(),
-                severity: "info".to_owned(),
-                source_kind: "task".to_owned(),
-                source_id: task.id.clone(),
-            });
-        }
-    }
-}
-
-/// Steers that arrived since the last gate join the conversation now, in arrival order.
-fn consume_steers(rt: &Runtime, turn_id: u64) {
-    let steers: Vec<Pending> = std::mem::take(&mut rt.shared().steers);
-    for steer in steers {
-        // Cron fires keep their own origin; user steers are marked as joining the turn.
-        let origin = if steer.origin.is_user() {
-            Origin::Known(KnownOrigin::User {
-                skill_activations: None,
-                in_turn: Some(true),
-            })
-        } else {
-            steer.origin.clone()
-        };
-        let mut message = Message::new(Role::User, steer.input.clone());
-        message.origin = Some(origin.clone());
-        message.id = Some(steer.prompt_id.clone());
-        let steer_record =
-            kimi_protocol::RecordPayload::TurnSteer(kimi_protocol::record::TurnSteer {
-                agent_id: None,
-                input: steer.input.clone(),
-                origin: Some(origin),
-                message_id: Some(steer.prompt_id.clone()),
-                prompt_ids: Some(vec![steer.prompt_id.clone()]),
-                turn_id: Some(turn_id),
-            });
-        rt.commit(vec![steer_record, rec::message(message)]);
-        rt.emit(Event::PromptSteered {
-            prompt_id: steer.prompt_id,
-        });
-    }
-}
-
-/// Write what a failed attempt streamed (non-vacuous parts) and close its step.
+/// Close the step of an attempt that did not finish. An interrupted attempt keeps what it
+/// streamed (the user saw it and stopped it); a broken one is discarded — it is retried or the
+/// turn fails, so its partial text would otherwise be replayed as an answer on resume.
 fn close_failed_attempt(
     rt: &Runtime,
     uuid: &str,
     turn_id: u64,
     step: u32,
     partial: &Message,
-    reason: &str,
+    interrupted: bool,
 ) {
-    let mut records: Vec<_> = partial
-        .content
-        .iter()
-        .filter(|p| !p.is_vacuous())
-        .cloned()
-        .map(|p| rec::content_part(uuid, turn_id, step, p))
-        .collect();
+    let mut records: Vec<_> = if interrupted {
+        partial
+            .content
+            .iter()
+            .filter(|p| !p.is_vacuous())
+            .cloned()
+            .map(|p| rec::content_part(uuid, turn_id, step, p))
+            .collect()
+    } else {
+        Vec::new()
+    };
+    let reason = if interrupted { "interrupted" } else { "error" };
     records.push(rec::step_end(uuid, reason, None));
     rt.commit(records);
 }
@@ -533,10 +447,10 @@ async fn run_step(
             Err(err) => {
                 let partial = acc.snapshot();
                 if cancel.is_cancelled() {
-                    close_failed_attempt(rt, &uuid, turn_id, step, &partial, "interrupted");
+                    close_failed_attempt(rt, &uuid, turn_id, step, &partial, true);
                     return Err(Failure::Cancelled);
                 }
-                close_failed_attempt(rt, &uuid, turn_id, step, &partial, "error");
+                close_failed_attempt(rt, &uuid, turn_id, step, &partial, false);
                 match err.kind() {
                     ErrorKind::StructureRejected if !*strict => {
                         *strict = true;
@@ -693,7 +607,11 @@ async fn finish_step(
         .cloned()
         .map(|p| rec::content_part(uuid, turn_id, step, p))
         .collect();
-    rt.commit(parts);
+    if !rt.commit(parts) {
+        // Nothing runs on an answer the journal does not have (the turn maps this to the
+        // journal error).
+        return Err(Failure::Cancelled);
+    }
     if let Some(u) = usage {
         let usage = kimi_protocol::ops::Usage {
             input_other: u.input_other,
@@ -764,12 +682,23 @@ async fn finish_step(
     } else {
         "tool_use"
     };
-    rt.commit(vec![rec::step_end(uuid, reason, usage_value)]);
+    if !rt.commit(vec![rec::step_end(uuid, reason, usage_value)]) {
+        return Err(Failure::Cancelled);
+    }
     rt.emit(Event::StepCompleted {
         turn_id,
         step,
         finish_reason: Some(reason.to_owned()),
     });
+    if let Some((tool, times)) = outcome.repeat_stop {
+        // The model is stuck in a loop: the turn fails with the reason instead of ending as
+        // if it had completed.
+        return Err(Failure::Error(format!(
+            "stopped the turn: the model made the same {tool} call {times} times in a row without \
+             making progress. Tell it what to do differently (or what it is missing) in a new \
+             prompt to continue."
+        )));
+    }
     Ok(StepEnd::Continue {
         stop_turn: outcome.stop_turn,
     })
