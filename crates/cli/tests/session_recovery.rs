@@ -1,6 +1,7 @@
 //! Attacks on a stored session through the real binary: a corrupt journal line, an emptied or
 //! deleted journal, a journal from a newer protocol and a deleted `state.json`. Nothing may be
 //! repaired or lost silently, and `kimi-rs sessions recover` brings a session back.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod common;
 
