@@ -143,6 +143,11 @@ pub enum Command {
         #[arg(short = 'y', long = "yes")]
         yes: bool,
     },
+    /// Manage stored sessions.
+    Sessions {
+        #[command(subcommand)]
+        command: SessionsCommand,
+    },
     /// Developer tools.
     Debug {
         #[command(subcommand)]
@@ -161,6 +166,16 @@ pub enum DoctorTarget {
     Tui {
         /// Check this file as tui.toml instead of the home's (it must exist).
         path: Option<PathBuf>,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum SessionsCommand {
+    /// Rebuild a session's state.json and its session-index entry from its journal (after
+    /// state.json was deleted or damaged), so `-S <id>` finds and resumes it again.
+    Recover {
+        /// The session id (the directory name under $KIMI_RS_HOME/sessions/*/).
+        session_id: String,
     },
 }
 
@@ -298,6 +313,15 @@ pub fn main() -> ExitCode {
                 }
             }
         }
+        Some(Command::Sessions {
+            command: SessionsCommand::Recover { session_id },
+        }) => match crate::sessions::recover(&session_id) {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(err) => {
+                eprintln!("kimi-rs: {err:#}");
+                ExitCode::FAILURE
+            }
+        },
         Some(Command::Sandbox { status: true, .. }) => sandbox_status(),
         Some(Command::Sandbox {
             status: false,
@@ -345,6 +369,7 @@ fn start_logging(cli: &Cli) -> Option<crate::logging::FlushGuard> {
         Some(Command::Web { .. }) => "web",
         Some(Command::Doctor { .. }) => "doctor",
         Some(Command::Export { .. }) => "export",
+        Some(Command::Sessions { .. }) => "sessions",
         Some(Command::Debug { .. }) => "debug",
         None if cli.run.prompt.is_some() => "print",
         None => "tui",

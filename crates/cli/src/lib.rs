@@ -14,4 +14,5 @@ pub mod interactive;
 pub mod logging;
 pub mod print;
 pub mod run;
+pub mod sessions;
 pub mod web;

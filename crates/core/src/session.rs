@@ -39,7 +39,9 @@ pub enum SessionError {
     #[error(transparent)]
     Prompt(#[from] crate::prompt::PromptError),
     #[error(
-        "no session {0} was found under {1}; list sessions with `kimi-rs -S` or start a new one"
+        "no session {0} was found under {1}; list sessions with `kimi-rs -S` or start a new one. \
+         If its directory still holds its journal but lost state.json, run `kimi-rs sessions \
+         recover {0}`"
     )]
     NotFound(String, PathBuf),
     #[error(transparent)]
@@ -320,7 +322,11 @@ pub fn open_session(setup: SessionSetup) -> Result<OpenedSession, SessionError> 
         None => Some(choose_profile(&catalog, &setup.agent, explicit.as_deref())?),
     };
     let (session, resumed) = match target {
-        Some((key, id)) => (store.open(&key, &id)?, true),
+        Some((key, id)) => {
+            let session = store.open(&key, &id)?;
+            session.ensure_resumable()?;
+            (session, true)
+        }
         None => (store.create(&setup.cwd)?, false),
     };
     // Lines logged while the session opens, and by its agents (their spans nest in this one),
@@ -511,6 +517,17 @@ pub fn open_session(setup: SessionSetup) -> Result<OpenedSession, SessionError> 
     for warning in &warnings {
         tracing::warn!("{warning}");
     }
+    // What replay repaired or skipped (the store logged the repairs already): shown by every
+    // front end, so no loss is silent.
+    warnings.extend(kimi_store::repair_warnings(&journal, &restored.repairs));
+    warnings.extend(
+        restored
+            .skipped
+            .iter()
+            // Corrupt lines are named by the repair warning above.
+            .filter(|s| !s.contains(kimi_store::envelope::CORRUPT_LINE))
+            .map(|s| format!("{}: {s} (skipped on resume)", journal.display())),
+    );
     Ok(OpenedSession {
         session,
         resumed,

@@ -182,8 +182,8 @@ impl Journal {
         Self::open_read(path, options, lock, file, bytes)
     }
 
-    /// [`Journal::open`] followed by [`replay_input_owned`] for `agent_id`. A journal this
-    /// version wrote cleanly is decoded straight into typed records (the resume fast path);
+    /// [`Journal::open`] followed by [`replay_input_owned`] for `agent_id`, refusing a journal
+    /// written by a newer protocol ([`StoreError::NewerJournal`]). A journal this version wrote cleanly is decoded straight into typed records (the resume fast path);
     /// anything that needs repair, migration or a report takes the general path.
     pub fn open_replay(
         path: &Path,
@@ -215,6 +215,14 @@ impl Journal {
             ));
         }
         let (journal, read) = Self::open_read(path, options, lock, file, bytes)?;
+        // Replaying a newer journal would drop the records this build does not know (a new
+        // prompt, a finished tool call) and run the turn again without them: refuse instead.
+        if let Some(version) = journal.newer_version.clone() {
+            return Err(StoreError::NewerJournal {
+                path: path.to_path_buf(),
+                version,
+            });
+        }
         let input =
             replay_input_owned(read.entries, agent_id).map_err(|e| StoreError::BadTree {
                 path: path.to_path_buf(),
@@ -375,6 +383,9 @@ impl Journal {
                 from_version: envelope.stored_version.clone(),
                 backup,
             });
+        }
+        for warning in crate::report::repair_warnings(path, &repairs) {
+            tracing::warn!("{warning}");
         }
         Ok((
             journal,

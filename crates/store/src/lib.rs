@@ -15,6 +15,7 @@ pub mod journal;
 pub mod lines;
 pub mod migrate;
 pub mod replay;
+pub mod report;
 pub mod session;
 pub mod tree;
 pub mod turn_clock;
@@ -30,6 +31,7 @@ pub use journal::{
 pub use replay::{
     LineRecord, OwnedReplayInput, ReplayInput, Skipped, replay_input, replay_input_owned,
 };
+pub use report::{repair_warnings, skip_warnings};
 pub use session::{AgentEntry, Session, SessionState, SessionStore, load_state, save_state};
 pub use tree::{ChainLine, Tree, active_chain, parse_tree, restorable_chain};
 pub use turn_clock::{LastEnded, TurnClock};

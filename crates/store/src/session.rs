@@ -92,6 +92,58 @@ impl Session {
         journal_path(&self.dir, agent_id)
     }
 
+    /// True when `state.json` records a conversation (a prompt was sent, or a turn ended).
+    pub fn has_history(&self) -> bool {
+        self.state.last_prompt.is_some()
+            || self.state.last_turn_reason.is_some()
+            || self.state.title_kind.as_deref() == Some("replaceable")
+    }
+
+    /// Refuse to resume when the main journal is missing or holds no record although
+    /// `state.json` records a conversation: opening it would start an empty conversation and the
+    /// next append would bury the evidence. A session that never had a prompt passes.
+    pub fn ensure_resumable(&self) -> Result<()> {
+        if !self.has_history() {
+            return Ok(());
+        }
+        let path = self.journal_path(MAIN_AGENT);
+        let lost = |what| StoreError::JournalLost {
+            path: path.clone(),
+            session_id: self.state.id.clone(),
+            what,
+        };
+        let len = match std::fs::metadata(&path) {
+            Ok(meta) => meta.len(),
+            Err(err) if err.kind() == std::io::ErrorKind::NotFound => {
+                return Err(lost("missing"));
+            }
+            Err(source) => {
+                return Err(StoreError::Io {
+                    action: "inspect journal",
+                    path,
+                    source,
+                });
+            }
+        };
+        // A journal with records is far larger than a metadata line; only small files are read.
+        if len > 4096 {
+            return Ok(());
+        }
+        let bytes = std::fs::read(&path).map_err(StoreError::io("read journal", &path))?;
+        let records = crate::lines::scan(&bytes)
+            .lines
+            .iter()
+            .filter(|l| {
+                !matches!(&l.parsed, Ok(v) if v.get("type").and_then(Value::as_str) == Some("metadata"))
+            })
+            .count();
+        match (bytes.iter().all(u8::is_ascii_whitespace), records) {
+            (true, _) => Err(lost("empty")),
+            (false, 0) => Err(lost("left with no records")),
+            _ => Ok(()),
+        }
+    }
+
     /// Open an agent's journal (created with a metadata line when new).
     pub fn open_journal(
         &self,
@@ -108,13 +160,23 @@ pub fn load_state(session_dir: &Path) -> Result<SessionState> {
     let bytes = std::fs::read(&path).map_err(StoreError::io("read session metadata", &path))?;
     serde_json::from_slice(&bytes).map_err(|err| StoreError::StateCorrupt {
         path,
+        session_id: session_id_of(session_dir),
         reason: err.to_string(),
     })
+}
+
+/// The session id is the name of the session's directory.
+fn session_id_of(session_dir: &Path) -> String {
+    session_dir
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default()
 }
 
 pub fn save_state(session_dir: &Path, state: &SessionState) -> Result<()> {
     let mut bytes = serde_json::to_vec_pretty(state).map_err(|err| StoreError::StateCorrupt {
         path: state_path(session_dir),
+        session_id: state.id.clone(),
         reason: format!("cannot serialise: {err}"),
     })?;
     bytes.push(b'\n');
@@ -195,16 +257,61 @@ impl SessionStore {
         self.index().append(&IndexEntry::from_session(session))
     }
 
-    /// Rebuild an unreadable `state.json` from the directory: the old file is copied to
-    /// `state.json.corrupt-<ms>` first, then a fresh document lists every agent with a journal.
-    /// Returns the rebuilt session and the path of the kept copy (if there was a file).
+    /// The workdir key of the directory holding session `session_id`
+    /// (`sessions/*/<id>/`), found by scanning: the index may not list it.
+    pub fn locate(&self, session_id: &str) -> Option<String> {
+        if session_id.is_empty() || session_id.contains(['/', '\\']) || session_id.starts_with('.')
+        {
+            return None;
+        }
+        let keys = std::fs::read_dir(self.home.sessions_dir()).ok()?;
+        keys.flatten()
+            .filter(|key| key.path().join(session_id).is_dir())
+            .map(|key| key.file_name().to_string_lossy().into_owned())
+            .next()
+    }
+
+    /// Rebuild `state.json` from the session's journals (`kimi-rs sessions recover`): an
+    /// unreadable file is copied to `state.json.corrupt-<ms>` first; a readable one is kept
+    /// as it is. The rebuilt document lists every agent with a journal and takes its title,
+    /// last prompt and times from the main journal. The session is recorded in the index
+    /// either way. Returns the session, the kept copy (if any) and whether it was rebuilt.
     pub fn recover(
         &self,
         workdir_key: &str,
         session_id: &str,
-    ) -> Result<(Session, Option<PathBuf>)> {
+    ) -> Result<(Session, Option<PathBuf>, bool)> {
         let dir = self.home.session_dir(workdir_key, session_id);
         let path = state_path(&dir);
+        let failed = |reason: String| StoreError::RecoverFailed {
+            session_id: session_id.to_owned(),
+            reason,
+        };
+        let main = journal_path(&dir, MAIN_AGENT);
+        if !main.is_file() {
+            return Err(failed(format!(
+                "its main journal {} is missing, so there is nothing to rebuild from; start a new \
+                 session (kimi-rs without -S)",
+                main.display()
+            )));
+        }
+        if let Ok(state) = load_state(&dir) {
+            let session = Session {
+                dir,
+                workdir_key: workdir_key.to_owned(),
+                state,
+            };
+            self.index().append(&IndexEntry::from_session(&session))?;
+            return Ok((session, None, false));
+        }
+        // Read (and repair) the journal before touching state.json: a journal we cannot read
+        // leaves everything as it was.
+        let (journal, read) = Journal::open(&main, JournalOptions::default()).map_err(|err| {
+            failed(format!(
+                "its main journal cannot be read: {err}; nothing was changed"
+            ))
+        })?;
+        drop(journal);
         let kept = match std::fs::read(&path) {
             Ok(bytes) => Some(write_side_file(
                 &PathBuf::from(format!("{}.corrupt-{}", path.display(), now_ms())),
@@ -234,22 +341,29 @@ impl SessionStore {
                 }
             }
         }
+        let summary = JournalSummary::of(&read);
         let now = now_ms();
+        let created_at = summary.created_at.unwrap_or(now);
         let state = SessionState {
             id: session_id.to_owned(),
             version: STATE_VERSION,
-            title: None,
-            title_kind: None,
-            last_prompt: None,
-            created_at: now,
-            updated_at: now,
+            title_kind: summary
+                .first_prompt
+                .as_ref()
+                .map(|_| "replaceable".to_owned()),
+            title: summary
+                .first_prompt
+                .map(|p| first_line(&p).chars().take(60).collect()),
+            last_prompt: summary.last_prompt.map(|p| p.chars().take(200).collect()),
+            created_at,
+            updated_at: summary.last_time.unwrap_or(now).max(created_at),
             archived: false,
             archived_at: None,
             cwd: None,
             forked_from: None,
             agents,
             custom: None,
-            last_turn_reason: None,
+            last_turn_reason: summary.last_turn_reason,
             extra: Map::new(),
         };
         save_state(&dir, &state)?;
@@ -259,6 +373,70 @@ impl SessionStore {
             state,
         };
         self.index().append(&IndexEntry::from_session(&session))?;
-        Ok((session, kept))
+        Ok((session, kept, true))
+    }
+}
+
+fn first_line(text: &str) -> &str {
+    text.lines()
+        .find(|l| !l.trim().is_empty())
+        .unwrap_or("")
+        .trim()
+}
+
+/// What `state.json` records about a conversation, read back from its main journal.
+#[derive(Debug, Default)]
+struct JournalSummary {
+    created_at: Option<u64>,
+    first_prompt: Option<String>,
+    last_prompt: Option<String>,
+    last_time: Option<u64>,
+    last_turn_reason: Option<String>,
+}
+
+impl JournalSummary {
+    fn of(read: &JournalRead) -> Self {
+        let mut out = JournalSummary::default();
+        for entry in &read.entries {
+            let value = &entry.value;
+            if let Some(time) = value.get("time").and_then(Value::as_u64) {
+                out.last_time = Some(time);
+            }
+            match value.get("type").and_then(Value::as_str) {
+                Some("metadata") => {
+                    out.created_at = value.get("created_at").and_then(Value::as_u64)
+                }
+                Some("turn.prompt") if is_user(value.get("origin")) => {
+                    let text: String = value
+                        .get("input")
+                        .and_then(Value::as_array)
+                        .into_iter()
+                        .flatten()
+                        .filter_map(|part| part.get("text").and_then(Value::as_str))
+                        .collect();
+                    if !text.trim().is_empty() {
+                        out.first_prompt.get_or_insert_with(|| text.clone());
+                        out.last_prompt = Some(text);
+                    }
+                }
+                Some("turn.ended") => {
+                    out.last_turn_reason = value
+                        .get("reason")
+                        .and_then(Value::as_str)
+                        .map(str::to_owned);
+                }
+                _ => {}
+            }
+        }
+        out
+    }
+}
+
+/// A prompt the user typed (no origin is the oldest journals' user prompt).
+fn is_user(origin: Option<&Value>) -> bool {
+    match origin {
+        None | Some(Value::Null) => true,
+        Some(Value::String(kind)) => kind == "user",
+        Some(other) => other.get("kind").and_then(Value::as_str) == Some("user"),
     }
 }

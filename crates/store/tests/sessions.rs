@@ -87,9 +87,14 @@ fn corrupt_state_is_a_clear_error_never_overwritten_and_recoverable() {
     );
     assert_eq!(std::fs::read(&path).unwrap(), b"{\"id\": 12, garbage");
 
-    let (recovered, kept) = store
+    assert!(
+        message.contains(&format!("kimi-rs sessions recover {}", session.state.id)),
+        "the advice names the command: {message}"
+    );
+    let (recovered, kept, rebuilt) = store
         .recover(&session.workdir_key, &session.state.id)
         .unwrap();
+    assert!(rebuilt);
     assert_eq!(
         std::fs::read(kept.unwrap()).unwrap(),
         b"{\"id\": 12, garbage"
@@ -130,4 +135,116 @@ fn unknown_state_fields_are_kept_on_rewrite() {
     store.update(&mut opened).unwrap();
     let after: serde_json::Value = serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
     assert_eq!(after["futureField"], serde_json::json!({"x": 1}));
+}
+
+/// A session with one user prompt journaled and recorded in `state.json`.
+fn session_with_a_prompt(store: &SessionStore, cwd: &std::path::Path) -> kimi_store::Session {
+    let mut session = store.create(cwd).unwrap();
+    let (mut journal, _) = session
+        .open_journal("main", kimi_store::JournalOptions::default())
+        .unwrap();
+    journal
+        .append_values(vec![
+            serde_json::json!({"type": "turn.prompt", "agentId": "main", "input": [{"type": "text", "text": "FIRST PROMPT\nmore"}], "origin": {"kind": "user"}, "time": 5}),
+            serde_json::json!({"type": "turn.ended", "agentId": "main", "turnId": "t", "reason": "completed", "time": 9}),
+        ])
+        .unwrap();
+    drop(journal);
+    session.state.last_prompt = Some("FIRST PROMPT\nmore".to_owned());
+    session.state.title = Some("FIRST PROMPT".to_owned());
+    store.update(&mut session).unwrap();
+    session
+}
+
+#[test]
+fn a_missing_or_empty_main_journal_of_a_used_session_is_refused_a_new_one_is_not() {
+    let (_home, store) = store();
+    let cwd = tempfile::tempdir().unwrap();
+    let fresh = store.create(cwd.path()).unwrap();
+    std::fs::remove_file(fresh.journal_path("main")).unwrap();
+    fresh
+        .ensure_resumable()
+        .expect("a session that never had a prompt resumes");
+
+    let session = session_with_a_prompt(&store, cwd.path());
+    session.ensure_resumable().unwrap();
+    let journal = session.journal_path("main");
+    std::fs::write(&journal, b"").unwrap();
+    let err = session.ensure_resumable().unwrap_err().to_string();
+    assert!(
+        err.contains("wire.jsonl is empty") && err.contains("new session"),
+        "{err}"
+    );
+    std::fs::write(
+        &journal,
+        b"{\"type\":\"metadata\",\"protocol_version\":\"1.5\",\"created_at\":1}\n",
+    )
+    .unwrap();
+    assert!(
+        session.ensure_resumable().is_err(),
+        "metadata only: the records are gone"
+    );
+    std::fs::remove_file(&journal).unwrap();
+    let err = session.ensure_resumable().unwrap_err().to_string();
+    assert!(
+        err.contains(&journal.display().to_string()) && err.contains("is missing"),
+        "{err}"
+    );
+}
+
+#[test]
+fn a_newer_protocol_journal_is_refused_for_replay_and_left_unchanged() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("wire.jsonl");
+    let text = "{\"type\":\"metadata\",\"protocol_version\":\"99.0\",\"created_at\":1}\n{\"type\":\"turn.prompt\",\"future\":true,\"time\":2}\n";
+    std::fs::write(&path, text).unwrap();
+    let err = match kimi_store::Journal::open_replay(
+        &path,
+        kimi_store::JournalOptions::default(),
+        "main",
+    ) {
+        Ok(_) => panic!("a protocol 99.0 journal must not be replayed"),
+        Err(err) => err.to_string(),
+    };
+    assert!(
+        err.contains("written by a newer kimi-rs/Kimi Code (protocol 99.0")
+            && err.contains("upgrade kimi-rs to resume it"),
+        "{err}"
+    );
+    assert_eq!(std::fs::read_to_string(&path).unwrap(), text);
+}
+
+#[test]
+fn recover_rebuilds_a_deleted_state_from_the_journal_and_refuses_without_one() {
+    let (_home, store) = store();
+    let cwd = tempfile::tempdir().unwrap();
+    let session = session_with_a_prompt(&store, cwd.path());
+    let id = session.state.id.clone();
+    std::fs::remove_file(state_path(&session.dir)).unwrap();
+    assert_eq!(
+        store.locate(&id).as_deref(),
+        Some(session.workdir_key.as_str())
+    );
+    assert_eq!(store.locate("../x"), None);
+    let (recovered, kept, rebuilt) = store.recover(&session.workdir_key, &id).unwrap();
+    assert!(rebuilt && kept.is_none());
+    assert_eq!(recovered.state.title.as_deref(), Some("FIRST PROMPT"));
+    assert_eq!(
+        recovered.state.last_turn_reason.as_deref(),
+        Some("completed")
+    );
+    recovered.ensure_resumable().unwrap();
+    assert!(store.index().list().unwrap().iter().any(|e| e.id == id));
+
+    std::fs::remove_file(session.journal_path("main")).unwrap();
+    std::fs::remove_file(state_path(&session.dir)).unwrap();
+    let err = store
+        .recover(&session.workdir_key, &id)
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains("missing") && err.contains("nothing to rebuild"),
+        "{err}"
+    );
+    assert!(!state_path(&session.dir).exists(), "nothing written");
 }

@@ -129,7 +129,17 @@ fn truncate_case(input: &Value) -> Result<Value, String> {
             .collect::<Result<_, _>>()?,
         other => return Err(format!("bad output {other}")),
     };
-    let result = ToolResult::parts(parts);
+    // The flags travel with the output: a result a tool (or an earlier pass) already marked
+    // truncated must not be spilled a second time (core.md §e.8 step 3).
+    let mut result = ToolResult::parts(parts);
+    result.truncated = input
+        .pointer("/result/truncated")
+        .and_then(Value::as_bool)
+        .unwrap_or(false);
+    result.is_error = input
+        .pointer("/result/isError")
+        .and_then(Value::as_bool)
+        .unwrap_or(false);
     let home = std::env::temp_dir().join(format!("kimi-conformance-{}", std::process::id()));
     let dir = home.join("agent").join("tool-results");
     let outcome = truncate_for_model(result.clone(), tool, call, &dir, None);
@@ -182,5 +192,24 @@ pub fn run(input: &Value) -> Result<Value, String> {
             Ok(json!({"kept_chars": acc.n_chars(), "total_chars": acc.total_chars()}))
         }
         other => Err(format!("unknown accumulator fn {other:?}")),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_result_already_marked_truncated_is_not_spilled_again() {
+        let long = "x".repeat(60_000);
+        let case = |truncated: bool| {
+            json!({"fn": "truncateForModel", "tool_name": "Bash", "tool_call_id": "c1",
+                   "result": {"output": long, "truncated": truncated}})
+        };
+        assert_eq!(
+            truncate_case(&case(true)).unwrap(),
+            json!({"unchanged": true})
+        );
+        assert_eq!(truncate_case(&case(false)).unwrap()["unchanged"], false);
     }
 }

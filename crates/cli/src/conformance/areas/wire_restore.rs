@@ -23,7 +23,18 @@ pub fn run(input: &Value) -> Result<Value, String> {
                 .get("raw")
                 .and_then(Value::as_str)
                 .ok_or("readLines needs `raw`")?;
-            Ok(json!({"records": read_lines(raw).0}))
+            let (records, corrupt) = read_lines(raw);
+            if corrupt.is_empty() {
+                return Ok(json!({"records": records}));
+            }
+            // A corrupt middle line is skipped, never silently: one warning names each line.
+            let warnings: Vec<String> = corrupt
+                .iter()
+                .map(|line| {
+                    format!("corrupted wire journal: line {line} is not valid JSON and was skipped")
+                })
+                .collect();
+            Ok(json!({"records": records, "warnings": warnings}))
         }
         Some("migrateStep") => {
             let from = input
