@@ -4,7 +4,8 @@
 //! it once approved and exits on Ctrl-D with the terminal restored; `kimi-rs -S <id>` then shows
 //! that conversation again (and exits on a double Ctrl-C), and `kimi-rs -S` picks it from the
 //! session picker. Another launch shows skills in the `/` menu, an MCP server that failed to
-//! start as a warning, and the `/mcp` panel.
+//! start as a warning, and the `/mcp` panel. A steer typed with Ctrl-S while a tool runs
+//! survives a kill -9 and reaches the model once the session is resumed.
 #![allow(clippy::unwrap_used, clippy::expect_used)] // helpers outside #[test] fns count as tests here
 
 mod common;
@@ -493,4 +494,90 @@ fn mcp_panel_skill_completion_and_startup_warnings_in_a_real_terminal() {
     s.send(b"\x04");
     let (status, text) = s.wait_exit("Ctrl-D");
     assert!(status.success(), "kimi-rs failed: {status}\n{text}");
+}
+
+/// The Reliability acceptance: a steer typed with Ctrl-S while a tool runs, then kill -9 — the
+/// steer reaches the model after `kimi-rs -S <id>`, exactly once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_steer_typed_while_a_tool_runs_survives_kill_9_and_reaches_the_model_on_resume() {
+    const STEER: &str = "use the blue palette instead";
+    let work = tempfile::tempdir().unwrap();
+    let home = tempfile::tempdir().unwrap();
+    let fifo = work.path().join("gate.fifo");
+    common::mkfifo(&fifo);
+    let server = ScriptServer::start(vec![
+        ScriptTurn::tool_calls(&[("call_gate", "Bash", r#"{"command":"cat gate.fifo"}"#)]),
+        ScriptTurn::text("Switching to blue."),
+    ])
+    .await
+    .unwrap();
+    let base_url = server.base_url();
+    let (work_path, home_path) = (work.path().to_owned(), home.path().to_owned());
+    let writer = tokio::task::spawn_blocking(move || {
+        let mut s = Session::spawn(&work_path, &home_path, &base_url, &["--yolo"]);
+        s.wait_for("the prompt", |t| t.contains("ask anything"));
+        s.send(b"paint the page\r");
+        // The tool is running once `cat` has the pipe open.
+        let writer = common::open_fifo_writer(&work_path.join("gate.fifo"));
+        s.send(STEER.as_bytes());
+        s.send(b"\x13"); // Ctrl-S
+        s.wait_for("the steer acknowledgement", |t| {
+            t.contains("steered into the running turn")
+        });
+        // About a second later, as a user would: the engine has taken the steer by then.
+        let journal = || {
+            find_journal(&home_path.join("sessions"))
+                .and_then(|p| std::fs::read_to_string(p).ok())
+                .unwrap_or_default()
+        };
+        common::wait_until("the steer in the journal", || journal().contains(STEER));
+        s.child.kill().unwrap(); // SIGKILL
+        let _ = s.child.wait();
+        writer
+    })
+    .await
+    .unwrap();
+    drop(writer); // the orphaned `cat` sees end of file and exits
+    assert_eq!(server.requests().len(), 1);
+
+    let store = kimi_store::SessionStore::new(kimi_store::Home::new(home.path()));
+    let sessions = store.index().list().unwrap();
+    assert_eq!(sessions.len(), 1, "{sessions:?}");
+    let id = sessions[0].id.clone();
+    let base_url = server.base_url();
+    let (work_path, home_path) = (work.path().to_owned(), home.path().to_owned());
+    tokio::task::spawn_blocking(move || {
+        let mut s = Session::spawn(&work_path, &home_path, &base_url, &["--yolo", "-S", &id]);
+        s.wait_for("the resumed answer", |t| t.contains("Switching to blue."));
+    })
+    .await
+    .unwrap();
+    let requests = server.requests();
+    assert_eq!(
+        requests.len(),
+        2,
+        "the resumed session asked the model once"
+    );
+    assert_eq!(
+        requests[1].raw_body.matches(STEER).count(),
+        1,
+        "the steer reaches the model exactly once: {}",
+        requests[1].raw_body
+    );
+    assert!(server.pairing_violations().is_empty());
+}
+
+/// The main agent's journal under `sessions/`.
+fn find_journal(dir: &Path) -> Option<std::path::PathBuf> {
+    for entry in std::fs::read_dir(dir).ok()?.flatten() {
+        let path = entry.path();
+        if path.is_dir() {
+            if let Some(found) = find_journal(&path) {
+                return Some(found);
+            }
+        } else if path.ends_with("agents/main/wire.jsonl") {
+            return Some(path);
+        }
+    }
+    None
 }
