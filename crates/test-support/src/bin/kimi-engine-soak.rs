@@ -15,6 +15,14 @@ fn main() -> ExitCode {
         eprintln!("usage: kimi-engine-soak <path to kimi-rs> [trials]");
         return ExitCode::from(2);
     };
+    // Each run starts in its own work directory, so a relative path would not be found there.
+    let bin = match std::fs::canonicalize(&bin) {
+        Ok(bin) => bin,
+        Err(err) => {
+            eprintln!("kimi-engine-soak: cannot find {}: {err}", bin.display());
+            return ExitCode::from(2);
+        }
+    };
     let trials: u64 = args.get(2).and_then(|n| n.parse().ok()).unwrap_or(100);
     let started = Instant::now();
     let mut figures = EngineFigures::default();
