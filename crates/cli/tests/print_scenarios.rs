@@ -6,7 +6,7 @@
 
 mod common;
 
-use common::{FORMATS, Fixture, json_lines, wire_tool_results};
+use common::{FORMATS, Fixture, json_lines, tool_lines, wire_tool_results};
 use kimi_llm::scripted::ScriptTurn;
 use pretty_assertions::assert_eq;
 use serde_json::Value;
@@ -26,20 +26,6 @@ fn announced_calls(lines: &[Value]) -> Vec<(String, String, Value)> {
                     .unwrap_or_default()
                     .to_owned(),
                 serde_json::from_str(args).unwrap_or(Value::Null),
-            )
-        })
-        .collect()
-}
-
-/// `(tool_call_id, content)` of the tool lines, in order.
-fn tool_lines(lines: &[Value]) -> Vec<(String, String)> {
-    lines
-        .iter()
-        .filter(|l| l["role"] == "tool")
-        .map(|l| {
-            (
-                l["tool_call_id"].as_str().unwrap_or_default().to_owned(),
-                l["content"].as_str().unwrap_or_default().to_owned(),
             )
         })
         .collect()

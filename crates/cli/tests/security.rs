@@ -14,10 +14,10 @@ mod common;
 use std::path::Path;
 use std::process::Command;
 
-use common::{BIN, CORE_FORMATS, Fixture, Run, json_lines, wait_child};
+use common::{BIN, CORE_FORMATS, Fixture, Run, json_lines, tool_lines, wait_child};
 
 use kimi_llm::scripted::ScriptTurn;
-use serde_json::{Value, json};
+use serde_json::json;
 
 const README_DENY_RULE: &str = r#"
 [[permission.rules]]
@@ -139,20 +139,6 @@ fn turns(calls: &[(String, String, String)]) -> Vec<ScriptTurn> {
     vec![ScriptTurn::tool_calls(&refs), ScriptTurn::text("done")]
 }
 
-/// `tool_call_id → content` of the tool lines.
-fn results(lines: &[Value]) -> Vec<(String, String)> {
-    lines
-        .iter()
-        .filter(|l| l["role"] == "tool")
-        .map(|l| {
-            (
-                l["tool_call_id"].as_str().unwrap_or_default().to_owned(),
-                l["content"].as_str().unwrap_or_default().to_owned(),
-            )
-        })
-        .collect()
-}
-
 fn result_of<'a>(results: &'a [(String, String)], id: &str) -> &'a str {
     results
         .iter()
@@ -244,7 +230,7 @@ fn print_mode_refuses_every_attack_before_it_runs() {
     for format in CORE_FORMATS {
         let (run, jail, fx) = attack(format, "");
         assert_eq!(run.code, Some(0), "{run:?}");
-        let results = results(&json_lines(&run));
+        let results = tool_lines(&json_lines(&run));
         let calls = attack_calls();
         assert_eq!(results.len(), calls.len(), "{run:?}");
         for (id, _, args) in calls.iter().skip(1) {
@@ -267,7 +253,7 @@ fn the_readme_deny_rule_stops_every_rm_variant() {
     }
     let (run, jail, fx) = attack(CORE_FORMATS[0], README_DENY_RULE);
     assert_eq!(run.code, Some(0), "{run:?}");
-    let results = results(&json_lines(&run));
+    let results = tool_lines(&json_lines(&run));
     for (i, command) in DANGEROUS.iter().chain(&RM_VARIANTS).enumerate() {
         let content = result_of(&results, &format!("cmd{i}"));
         let by_rule = content.contains("denied by permission rule `Bash(rm -rf *)`")
@@ -319,7 +305,7 @@ fn with_the_sandbox_on_no_rule_lets_a_tool_edit_the_config() {
         "stream-json",
     ]);
     assert_eq!(run.code, Some(0), "{run:?}");
-    let results = results(&json_lines(&run));
+    let results = tool_lines(&json_lines(&run));
     assert_eq!(results.len(), 1, "{run:?}");
     assert!(results[0].1.contains("sandbox is on"), "{}", results[0].1);
     assert_eq!(
@@ -340,7 +326,7 @@ fn a_symlink_made_in_the_same_batch_cannot_carry_an_approved_write_into_the_home
     let fx = Fixture::new(CORE_FORMATS[0], turns(&calls));
     let run = fx.run(&["-p", "go", "--output-format", "stream-json"]);
     assert_eq!(run.code, Some(0), "{run:?}");
-    let results = results(&json_lines(&run));
+    let results = tool_lines(&json_lines(&run));
     assert!(
         fx.cwd().join("escape").is_symlink(),
         "the link was made: {results:?}"

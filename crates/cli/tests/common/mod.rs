@@ -309,3 +309,17 @@ pub fn json_lines(run: &Run) -> Vec<Value> {
 pub fn mcp_fixture() -> PathBuf {
     kimi_test_support::mcp_fixture::binary()
 }
+
+/// `(tool_call_id, content)` of the stream-json tool lines, in order.
+pub fn tool_lines(lines: &[Value]) -> Vec<(String, String)> {
+    lines
+        .iter()
+        .filter(|l| l["role"] == "tool")
+        .map(|l| {
+            (
+                l["tool_call_id"].as_str().unwrap_or_default().to_owned(),
+                l["content"].as_str().unwrap_or_default().to_owned(),
+            )
+        })
+        .collect()
+}
