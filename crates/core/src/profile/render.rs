@@ -110,7 +110,16 @@ pub fn registry_for<'a>(
 /// empty outside a repository or when git is slow or missing.
 pub async fn git_context(cwd: &Path) -> String {
     async fn git(cwd: &Path, args: &[&str]) -> Option<String> {
+        // A repository's own `.git/config` may name an fsmonitor program that `git status`
+        // would run: reading context must not execute what a cloned or unpacked repository
+        // configures.
         let run = tokio::process::Command::new("git")
+            .args([
+                "-c",
+                "core.fsmonitor=false",
+                "-c",
+                "core.hooksPath=/dev/null",
+            ])
             .args(args)
             .current_dir(cwd)
             .stdin(std::process::Stdio::null())
@@ -139,4 +148,49 @@ pub async fn git_context(cwd: &Path) -> String {
         if status.is_empty() { "(none)" } else { &status },
         if log.is_empty() { "(none)" } else { &log },
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use std::process::Command;
+
+    /// A repository whose own config names an fsmonitor program: plain `git status` runs it,
+    /// the context kimi-rs reads does not.
+    #[tokio::test]
+    async fn git_context_does_not_run_a_repositorys_fsmonitor() {
+        let dir = tempfile::tempdir().unwrap();
+        let repo = dir.path();
+        let marker = repo.join("fsmonitor-ran");
+        let git = |args: &[&str]| {
+            Command::new("git")
+                .args(args)
+                .current_dir(repo)
+                .output()
+                .unwrap()
+        };
+        assert!(git(&["init", "-q"]).status.success());
+        let commit = git(&[
+            "-c",
+            "user.name=t",
+            "-c",
+            "user.email=t@example.invalid",
+            "commit",
+            "-q",
+            "--allow-empty",
+            "-m",
+            "init",
+        ]);
+        assert!(commit.status.success(), "{commit:?}");
+        let hook = format!("touch {}; false", marker.display());
+        assert!(git(&["config", "core.fsmonitor", &hook]).status.success());
+        std::fs::write(repo.join("a.txt"), "a").unwrap();
+
+        let context = super::git_context(repo).await;
+        assert!(context.contains("a.txt"), "{context}");
+        assert!(!marker.exists(), "kimi-rs ran the repository's fsmonitor");
+
+        // Control: git itself would have run it.
+        git(&["status", "--short"]);
+        assert!(marker.exists(), "the fixture's fsmonitor never runs");
+    }
 }
