@@ -122,7 +122,7 @@ impl TuiFile {
 fn parse_keys(text: &str, path: &Path, out: &mut Vec<Diagnostic>) -> TuiKeys {
     let mut sink = Sink {
         file: path,
-        text,
+        lines: crate::diag::LineIndex::new(text),
         out,
     };
     let root = match DeTable::parse(text) {
