@@ -2,6 +2,7 @@
 //! clear error instead of blocking in `open` forever.
 
 use std::path::Path;
+use std::sync::mpsc::RecvTimeoutError;
 use std::time::Duration;
 
 use kimi_tools::builtin::{EditTool, GrepTool, ReadMediaFileTool, ReadTool, WriteTool};
@@ -18,20 +19,25 @@ fn mkfifo(path: &Path) {
     assert!(status.success(), "mkfifo failed");
 }
 
-/// Runs `tool`; if it is still blocked after a generous bound, opens the FIFO's write end
-/// (which releases a blocked reader) so the test fails instead of hanging.
-async fn run_bounded(ws: &Workspace, fifo: &Path, tool: &dyn Tool, args: Value) -> ToolResult {
-    match tokio::time::timeout(Duration::from_secs(20), ws.run(tool, args.clone())).await {
-        Ok(result) => result,
-        Err(_) => {
-            use std::os::unix::fs::OpenOptionsExt;
-            let _release = std::fs::OpenOptions::new()
-                .write(true)
-                .custom_flags(libc::O_NONBLOCK)
-                .open(fifo);
-            panic!("{} blocked on a FIFO with {args}", tool.name());
+/// Runs `tool`, failing the test if it is still blocked after a generous bound. A thread stuck
+/// in `open` on a FIFO cannot be cancelled (and a tool may block the runtime's own thread), so
+/// a watchdog thread ends the whole test binary with a failure status instead of hanging.
+async fn run_bounded(ws: &Workspace, tool: &dyn Tool, args: Value) -> ToolResult {
+    let (done, watched) = std::sync::mpsc::channel::<()>();
+    let what = format!("{} with {args}", tool.name());
+    std::thread::spawn(move || {
+        if let Err(RecvTimeoutError::Timeout) = watched.recv_timeout(Duration::from_secs(20)) {
+            // Not `eprintln!`: the test harness would capture it, and exit drops captures.
+            let _ = std::io::Write::write_all(
+                &mut std::io::stderr(),
+                format!("FAILED: {what} blocked on a FIFO\n").as_bytes(),
+            );
+            std::process::exit(101);
         }
-    }
+    });
+    let result = ws.run(tool, args).await;
+    let _ = done.send(());
+    result
 }
 
 #[tokio::test]
@@ -39,22 +45,20 @@ async fn read_media_edit_and_write_refuse_a_fifo() {
     let ws = Workspace::new();
     let fifo = ws.path("pipe");
     mkfifo(&fifo);
-    let media = ws.path("pipe.png");
-    mkfifo(&media);
+    mkfifo(&ws.path("pipe.png"));
     // As if read earlier, so Write gets past its "read it first" check to the file itself.
     ws.ctx.stale.record(&fifo);
-    let cases: [(&dyn Tool, Value, &Path); 4] = [
-        (&ReadTool, json!({"path": "pipe"}), &fifo),
-        (&ReadMediaFileTool, json!({"path": "pipe.png"}), &media),
+    let cases: [(&dyn Tool, Value); 4] = [
+        (&ReadTool, json!({"path": "pipe"})),
+        (&ReadMediaFileTool, json!({"path": "pipe.png"})),
         (
             &EditTool,
             json!({"path": "pipe", "old_string": "a", "new_string": "b"}),
-            &fifo,
         ),
-        (&WriteTool, json!({"path": "pipe", "content": "x"}), &fifo),
+        (&WriteTool, json!({"path": "pipe", "content": "x"})),
     ];
-    for (tool, args, path) in cases {
-        let r = run_bounded(&ws, path, tool, args).await;
+    for (tool, args) in cases {
+        let r = run_bounded(&ws, tool, args).await;
         assert!(r.is_error, "{}: {r:?}", tool.name());
         let t = text(&r);
         assert!(
@@ -71,16 +75,10 @@ async fn grep_skips_a_fifo_and_still_searches_the_rest() {
     ws.write("a.txt", "needle\n");
     let fifo = ws.path("pipe");
     mkfifo(&fifo);
-    let r = run_bounded(&ws, &fifo, &GrepTool, json!({"pattern": "needle"})).await;
+    let r = run_bounded(&ws, &GrepTool, json!({"pattern": "needle"})).await;
     assert!(!r.is_error, "{r:?}");
     assert!(text(&r).contains("a.txt"), "{}", text(&r));
     // Named directly, the FIFO is not searched either.
-    let r = run_bounded(
-        &ws,
-        &fifo,
-        &GrepTool,
-        json!({"pattern": "needle", "path": "pipe"}),
-    )
-    .await;
+    let r = run_bounded(&ws, &GrepTool, json!({"pattern": "needle", "path": "pipe"})).await;
     assert!(!text(&r).contains("needle\n"), "{}", text(&r));
 }
