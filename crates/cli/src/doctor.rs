@@ -161,7 +161,7 @@ fn indent(text: &str) -> String {
 /// Reads `path`; `None` when it does not exist (after recording a skip, or a problem when the
 /// path was given explicitly).
 fn read(check: &mut Check, path: &Path, explicit: bool) -> Option<String> {
-    match std::fs::read_to_string(path) {
+    match kimi_config::read_regular_file(path) {
         Ok(text) => Some(text),
         Err(err) if err.kind() == std::io::ErrorKind::NotFound => {
             if explicit {

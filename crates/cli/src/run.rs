@@ -98,7 +98,8 @@ pub fn checked_rules(
     Ok((loaded.rules, warnings))
 }
 
-/// `[loop_control]`: attempts per step and the stream timeouts over the default policy.
+/// `[loop_control]`: attempts per step, the stream timeouts and the Retry-After cap over the
+/// default policy.
 pub fn retry_policy(config: &Config) -> RetryPolicy {
     let loop_control = &config.loop_control;
     let mut retry = RetryPolicy {
@@ -110,6 +111,9 @@ pub fn retry_policy(config: &Config) -> RetryPolicy {
     }
     if let Some(secs) = loop_control.stream_idle_timeout_s {
         retry.stream_idle_timeout = std::time::Duration::from_secs(secs);
+    }
+    if let Some(secs) = loop_control.max_retry_after_s {
+        retry.max_retry_after = std::time::Duration::from_secs(secs);
     }
     retry
 }

@@ -69,6 +69,9 @@ impl Config {
         if let Some(n) = attempts {
             self.loop_control.max_attempts_per_step = Some(n);
         }
+        if let Some(n) = self.env_number(env, "KIMI_LOOP_MAX_RETRY_AFTER_S") {
+            self.loop_control.max_retry_after_s = Some(n);
+        }
         if let Some(n) = self.env_number(env, "KIMI_MCP_STARTUP_TIMEOUT_MS") {
             self.mcp.startup_timeout_ms = Some(n);
         }

@@ -9,6 +9,7 @@
 
 mod diag;
 mod env;
+mod file;
 mod parse;
 mod providers;
 mod redacted;
@@ -21,6 +22,7 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime};
 
 pub use diag::{ConfigErrors, Diagnostic, Severity, did_you_mean, line_of};
+pub use file::read_regular_file;
 pub use providers::{ModelEntry, ModelOverrides, ProviderEntry, ProviderType};
 pub use sections::*;
 
@@ -98,7 +100,7 @@ impl Config {
     /// one an error diagnostic. No environment overrides.
     pub fn read(path: &Path) -> Config {
         let stamp = modified(path);
-        let mut config = match std::fs::read_to_string(path) {
+        let mut config = match file::read_regular_file(path) {
             Ok(text) => Config::parse(&text, path),
             Err(err) if err.kind() == std::io::ErrorKind::NotFound => Config {
                 path: path.to_owned(),

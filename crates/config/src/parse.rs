@@ -19,7 +19,7 @@ pub(crate) fn parse_into(config: &mut Config, text: &str) {
     let mut diagnostics = std::mem::take(&mut config.diagnostics);
     let mut sink = Sink {
         file: &path,
-        text,
+        lines: crate::diag::LineIndex::new(text),
         out: &mut diagnostics,
     };
     match DeTable::parse(text) {
@@ -28,7 +28,6 @@ pub(crate) fn parse_into(config: &mut Config, text: &str) {
             let mut ctx = Ctx {
                 sink: &mut sink,
                 root: &root,
-                text,
             };
             ctx.sections(config);
             ctx.report_known_but_inert();
@@ -50,7 +49,6 @@ pub(crate) fn parse_into(config: &mut Config, text: &str) {
 struct Ctx<'a, 'b, 'i> {
     sink: &'a mut Sink<'b>,
     root: &'a DeTable<'i>,
-    text: &'i str,
 }
 
 /// A dotted path's segments (array positions as numbers).
@@ -177,7 +175,7 @@ impl Ctx<'_, '_, '_> {
 
     fn raw(&self, spanned: Spanned<toml::Value>) -> RawEntry {
         RawEntry {
-            line: crate::diag::line_of(self.text, spanned.span().start),
+            line: self.sink.lines.line(spanned.span().start),
             value: spanned.into_inner(),
         }
     }

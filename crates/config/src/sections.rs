@@ -40,6 +40,9 @@ pub struct LoopControl {
     pub first_token_timeout_s: Option<u64>,
     /// kimi-rs: seconds a stream may go without a chunk before the step is retried.
     pub stream_idle_timeout_s: Option<u64>,
+    /// kimi-rs: the longest server-requested wait (Retry-After) honoured before a retry;
+    /// 0 = no cap. Env `KIMI_LOOP_MAX_RETRY_AFTER_S`.
+    pub max_retry_after_s: Option<u64>,
     /// Deprecated.
     pub max_retries_per_step: Option<IgnoredAny>,
     /// Deprecated.

@@ -89,6 +89,7 @@ compaction_trigger_ratio = 0.8
 max_ralph_iterations = -1
 first_token_timeout_s = 300
 stream_idle_timeout_s = 120
+max_retry_after_s = 300
 
 [token_counting]
 strategy = "measured+estimated"
@@ -174,6 +175,7 @@ fn every_documented_key_parses_without_unknown_keys_or_errors() {
     assert_eq!(config.loop_control.max_steps(), Some(5));
     assert_eq!(config.loop_control.max_attempts(), 3);
     assert_eq!(config.loop_control.first_token_timeout_s, Some(300));
+    assert_eq!(config.loop_control.max_retry_after_s, Some(300));
     assert_eq!(config.models["k2"].protocol, Some(ProviderType::OpenAi));
     assert_eq!(config.permission.rules.len(), 1);
     assert_eq!(config.permission.deny.len(), 1);
@@ -366,7 +368,7 @@ fn environment_overrides_win_over_the_file_and_bad_values_are_errors() {
     let path = dir.path().join("config.toml");
     std::fs::write(
         &path,
-        "[loop_control]\nmax_steps_per_turn = 5\n[mcp]\ntool_timeout_ms = 1\n",
+        "[loop_control]\nmax_steps_per_turn = 5\nmax_retry_after_s = 300\n[mcp]\ntool_timeout_ms = 1\n",
     )
     .unwrap();
     let env = |name: &str| match name {
@@ -374,6 +376,7 @@ fn environment_overrides_win_over_the_file_and_bad_values_are_errors() {
         "KIMI_LOOP_MAX_RETRIES_PER_STEP" => Some("4".to_owned()),
         "KIMI_MCP_STARTUP_TIMEOUT_MS" => Some("1500".to_owned()),
         "KIMI_DISABLE_CRON" => Some("1".to_owned()),
+        "KIMI_LOOP_MAX_RETRY_AFTER_S" => Some("20".to_owned()),
         "KIMI_MCP_TOOL_TIMEOUT_MS" => Some("big".to_owned()),
         _ => None,
     };
@@ -391,6 +394,7 @@ fn environment_overrides_win_over_the_file_and_bad_values_are_errors() {
         "a bad override leaves the file's value"
     );
     assert_eq!(config.cron.disabled, Some(true));
+    assert_eq!(config.loop_control.max_retry_after_s, Some(20));
     let errors: Vec<String> = config.errors().map(ToString::to_string).collect();
     assert_eq!(errors.len(), 1, "{errors:?}");
     assert!(errors[0].contains("KIMI_MCP_TOOL_TIMEOUT_MS") && errors[0].contains("big"));

@@ -96,7 +96,7 @@ impl TuiFile {
 
     /// Reads `path`; a missing file is the default.
     pub fn read(path: &Path) -> TuiFile {
-        match std::fs::read_to_string(path) {
+        match crate::file::read_regular_file(path) {
             Ok(text) => TuiFile::parse(&text, path),
             Err(err) if err.kind() == std::io::ErrorKind::NotFound => TuiFile {
                 path: path.to_owned(),
@@ -122,7 +122,7 @@ impl TuiFile {
 fn parse_keys(text: &str, path: &Path, out: &mut Vec<Diagnostic>) -> TuiKeys {
     let mut sink = Sink {
         file: path,
-        text,
+        lines: crate::diag::LineIndex::new(text),
         out,
     };
     let root = match DeTable::parse(text) {

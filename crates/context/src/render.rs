@@ -162,6 +162,22 @@ pub mod executor_text {
         format!("Tool \"{name}\" failed: {message}")
     }
 
+    /// A call after one that stopped the batch (`stopBatchAfterThis`, §e.4) is not run.
+    pub fn skipped() -> &'static str {
+        "Tool skipped because a previous tool call stopped the turn."
+    }
+
+    /// The after-execute (`onDidExecuteTool`) step failed for this call (§e.8): its result is
+    /// replaced by this error text.
+    pub fn after_execute_failed(name: &str, message: &str) -> String {
+        format!("onDidExecuteTool hook failed for \"{name}\": {message}")
+    }
+
+    /// The call was aborted while its after-execute step ran (§e.8).
+    pub fn after_execute_aborted(name: &str) -> String {
+        format!("Tool \"{name}\" aborted during onDidExecuteTool hook.")
+    }
+
     /// The call was aborted; a user cancellation gets a text that tells the model not to retry.
     pub fn aborted(name: &str, by_user: bool) -> String {
         if by_user {

@@ -79,13 +79,50 @@ pub enum LlmError {
         status: u16,
         message: String,
     },
-    #[error("{provider} answered HTTP {status}: {message}")]
+    #[error("{provider} answered HTTP {status}: {message}{}", capped_note(*retry_after, *requested_wait))]
     Http {
         provider: String,
         status: u16,
         message: String,
+        /// The wait before the retry: the server's `Retry-After`, lowered to
+        /// `[loop_control] max_retry_after_s` when it asked for more.
         retry_after: Option<Duration>,
+        /// What the server asked for when `retry_after` was lowered to the cap (said in the
+        /// message so a shortened wait is never silent).
+        requested_wait: Option<Duration>,
     },
+    /// The server asked to wait far longer than `[loop_control] max_retry_after_s` allows
+    /// (more than [`RETRY_AFTER_FAIL_FACTOR`](crate::retry::RETRY_AFTER_FAIL_FACTOR) times it):
+    /// the attempt fails at once instead of sleeping for hours. Not retryable.
+    #[error(
+        "{provider} answered HTTP {status} ({message}) and asked to wait {}, far more than [loop_control] max_retry_after_s = {} allows; not retrying. Try again later, or raise max_retry_after_s in config.toml (env KIMI_LOOP_MAX_RETRY_AFTER_S) to let kimi-rs wait that long",
+        format_wait(*requested), format_wait(*cap)
+    )]
+    RetryAfterTooLong {
+        provider: String,
+        status: u16,
+        message: String,
+        requested: Duration,
+        cap: Duration,
+    },
+    /// One answer grew past [`MAX_RESPONSE_BYTES`](crate::MAX_RESPONSE_BYTES) (text, thinking
+    /// and tool-call arguments together): the stream is cut. Not retryable — the same request
+    /// would most likely run away again and cost as much.
+    #[error(
+        "the {provider} answer exceeded {} MiB (text, thinking and tool-call arguments); the stream was cut and the request is not retried. Ask for a shorter answer or split the task",
+        limit_bytes / (1024 * 1024)
+    )]
+    ResponseTooLarge {
+        provider: String,
+        limit_bytes: usize,
+    },
+    /// One answer asked for more than
+    /// [`MAX_TOOL_CALLS_PER_RESPONSE`](crate::MAX_TOOL_CALLS_PER_RESPONSE) tool calls: the
+    /// stream is cut and none of its calls runs. Not retryable (the model would likely repeat it).
+    #[error(
+        "the {provider} answer asked for more than {limit} tool calls in one response; the stream was cut, none of them ran and the request is not retried. Ask the model to work in smaller batches"
+    )]
+    TooManyToolCalls { provider: String, limit: usize },
     /// An error event inside an otherwise healthy stream (e.g. Anthropic `overloaded_error`).
     #[error("{provider} reported an error mid-stream ({code}): {message}")]
     StreamError {
@@ -146,7 +183,10 @@ impl LlmError {
                 }
             }
             LlmError::Cancelled => ErrorKind::Cancelled,
-            LlmError::InvalidRequest { .. } => ErrorKind::BadRequest,
+            LlmError::InvalidRequest { .. }
+            | LlmError::RetryAfterTooLong { .. }
+            | LlmError::ResponseTooLarge { .. }
+            | LlmError::TooManyToolCalls { .. } => ErrorKind::BadRequest,
         }
     }
 
@@ -183,7 +223,10 @@ impl LlmError {
             | LlmError::StreamStalled { .. }
             | LlmError::EmptyResponse { .. }
             | LlmError::Cancelled
-            | LlmError::InvalidRequest { .. } => None,
+            | LlmError::InvalidRequest { .. }
+            | LlmError::RetryAfterTooLong { .. }
+            | LlmError::ResponseTooLarge { .. }
+            | LlmError::TooManyToolCalls { .. } => None,
         }
     }
 
@@ -194,7 +237,8 @@ impl LlmError {
             | LlmError::ContextOverflow { status, .. }
             | LlmError::ImageFormat { status, .. }
             | LlmError::StructureRejected { status, .. }
-            | LlmError::Http { status, .. } => Some(*status),
+            | LlmError::Http { status, .. }
+            | LlmError::RetryAfterTooLong { status, .. } => Some(*status),
             LlmError::RequestTooLarge { .. } => Some(413),
             LlmError::Connection { .. }
             | LlmError::Timeout { .. }
@@ -204,7 +248,9 @@ impl LlmError {
             | LlmError::StreamStalled { .. }
             | LlmError::EmptyResponse { .. }
             | LlmError::Cancelled
-            | LlmError::InvalidRequest { .. } => None,
+            | LlmError::InvalidRequest { .. }
+            | LlmError::ResponseTooLarge { .. }
+            | LlmError::TooManyToolCalls { .. } => None,
         }
     }
 
@@ -227,6 +273,9 @@ impl LlmError {
             LlmError::EmptyResponse { .. } => "empty_response",
             LlmError::Cancelled => "cancelled",
             LlmError::InvalidRequest { .. } => "invalid_request",
+            LlmError::RetryAfterTooLong { .. } => "retry_after_too_long",
+            LlmError::ResponseTooLarge { .. } => "response_too_large",
+            LlmError::TooManyToolCalls { .. } => "too_many_tool_calls",
         }
     }
 }
@@ -252,6 +301,19 @@ pub(crate) fn format_wait(waited: Duration) -> String {
         format!("{} s", ms / 1000)
     } else {
         format!("{:.1} s", waited.as_secs_f64())
+    }
+}
+
+/// `; server asked to wait 600 s; waiting 300 s ([loop_control] max_retry_after_s)` when the
+/// server's wait was lowered to the cap, else nothing.
+fn capped_note(waiting: Option<Duration>, requested: Option<Duration>) -> String {
+    match (waiting, requested) {
+        (Some(waiting), Some(requested)) => format!(
+            "; server asked to wait {}; waiting {} ([loop_control] max_retry_after_s)",
+            format_wait(requested),
+            format_wait(waiting)
+        ),
+        _ => String::new(),
     }
 }
 
@@ -394,6 +456,7 @@ pub(crate) fn classify_http(failure: HttpFailure<'_>) -> LlmError {
         status,
         message,
         retry_after,
+        requested_wait: None,
     }
 }
 

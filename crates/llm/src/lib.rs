@@ -32,8 +32,11 @@ pub use error::{ErrorKind, LlmError};
 pub use http::decode_sse;
 pub use provider::{DeltaStream, Provider, build_provider};
 pub use request::{ChatRequest, ModelParams, ThinkingEffort};
-pub use retry::{RetryEvent, RetryPolicy, with_retry};
-pub use stall::{StallLimits, stream_watched};
+pub use retry::{
+    DEFAULT_MAX_RETRY_AFTER, RETRY_AFTER_FAIL_FACTOR, RetryEvent, RetryPolicy, cap_retry_after,
+    with_retry,
+};
+pub use stall::{MAX_RESPONSE_BYTES, MAX_TOOL_CALLS_PER_RESPONSE, StallLimits, stream_watched};
 
 /// Body builders, exposed for the request-overhead benchmark and for tests that assert the
 /// exact JSON a provider would send. Not part of the engine's API.

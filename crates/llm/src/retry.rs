@@ -3,6 +3,11 @@
 //! A server that cannot be reached at all (connection refused, DNS failure) gets 4 attempts
 //! (about 5 s of waiting) instead: ten attempts would keep a user staring at nothing for 2.5
 //! minutes before hearing the URL is wrong.
+//!
+//! The server's Retry-After is bounded by `[loop_control] max_retry_after_s` (default 300):
+//! up to the cap it is honoured; up to [`RETRY_AFTER_FAIL_FACTOR`] times the cap kimi-rs waits
+//! the cap and says so in the retry message; beyond that the attempt fails at once with
+//! [`LlmError::RetryAfterTooLong`] naming the key — a day-long sleep is a hang to the user.
 
 use std::future::Future;
 use std::time::Duration;
@@ -30,7 +35,18 @@ pub struct RetryPolicy {
     /// Longest gap between two chunks once the stream has started:
     /// `[loop_control] stream_idle_timeout_s`. Zero means no limit.
     pub stream_idle_timeout: Duration,
+    /// Longest server-requested wait (`Retry-After`) honoured before a retry:
+    /// `[loop_control] max_retry_after_s`. Zero means no cap.
+    pub max_retry_after: Duration,
 }
+
+/// Default of `[loop_control] max_retry_after_s`: five minutes covers real rate-limit windows.
+pub const DEFAULT_MAX_RETRY_AFTER: Duration = Duration::from_secs(300);
+
+/// A Retry-After above this many times the cap is not waited for at all: the server is
+/// telling us to come back much later (hours), and a shortened wait would only meet the same
+/// refusal again.
+pub const RETRY_AFTER_FAIL_FACTOR: u32 = 4;
 
 impl Default for RetryPolicy {
     fn default() -> Self {
@@ -42,6 +58,7 @@ impl Default for RetryPolicy {
             unreachable_max_attempts: 4,
             first_token_timeout: Duration::from_secs(300),
             stream_idle_timeout: Duration::from_secs(120),
+            max_retry_after: DEFAULT_MAX_RETRY_AFTER,
         }
     }
 }
@@ -65,10 +82,11 @@ impl RetryPolicy {
             .min(self.max_delay)
     }
 
-    /// The delay to actually wait: the error's Retry-After, else backoff plus jitter.
+    /// The delay to actually wait: the error's Retry-After (never above the cap), else backoff
+    /// plus jitter.
     pub fn delay_for(&self, failed_attempts: u32, error: &LlmError) -> Duration {
         if let Some(server) = error.retry_after() {
-            return server;
+            return cap_wait(server, self.max_retry_after);
         }
         let base = self.backoff(failed_attempts);
         let jitter = if self.jitter_ratio > 0.0 {
@@ -78,6 +96,52 @@ impl RetryPolicy {
         };
         base + base.mul_f64(jitter)
     }
+}
+
+/// Applies `[loop_control] max_retry_after_s` to an error carrying a Retry-After (see the
+/// module doc for the rule): within the cap it is unchanged; up to
+/// [`RETRY_AFTER_FAIL_FACTOR`] × the cap its wait is lowered to the cap and the message says
+/// so; beyond that it becomes the non-retryable [`LlmError::RetryAfterTooLong`].
+pub fn cap_retry_after(error: LlmError, cap: Duration) -> LlmError {
+    let LlmError::Http {
+        provider,
+        status,
+        message,
+        retry_after: Some(requested),
+        requested_wait: None,
+    } = error
+    else {
+        return error;
+    };
+    if cap.is_zero() || requested <= cap {
+        return LlmError::Http {
+            provider,
+            status,
+            message,
+            retry_after: Some(requested),
+            requested_wait: None,
+        };
+    }
+    if requested > cap.saturating_mul(RETRY_AFTER_FAIL_FACTOR) {
+        return LlmError::RetryAfterTooLong {
+            provider,
+            status,
+            message,
+            requested,
+            cap,
+        };
+    }
+    LlmError::Http {
+        provider,
+        status,
+        message,
+        retry_after: Some(cap),
+        requested_wait: Some(requested),
+    }
+}
+
+fn cap_wait(wait: Duration, cap: Duration) -> Duration {
+    if cap.is_zero() { wait } else { wait.min(cap) }
 }
 
 /// What a retry looks like, for `turn.step.retrying` events.
@@ -111,7 +175,7 @@ where
         };
         let error = match result {
             Ok(value) => return Ok(value),
-            Err(error) => error,
+            Err(error) => cap_retry_after(error, policy.max_retry_after),
         };
         let max_attempts = policy.max_attempts_for(&error);
         if !error.is_retryable() || number >= max_attempts || cancel.is_cancelled() {
@@ -172,6 +236,7 @@ mod tests {
             status: 503,
             message: "busy".into(),
             retry_after: None,
+            requested_wait: None,
         }
     }
 
@@ -200,6 +265,55 @@ mod tests {
         assert_eq!(events.borrow()[8].1, 10);
     }
 
+    fn rate_limited(secs: u64) -> LlmError {
+        LlmError::Http {
+            provider: "p".into(),
+            status: 429,
+            message: "slow down".into(),
+            retry_after: Some(Duration::from_secs(secs)),
+            requested_wait: None,
+        }
+    }
+
+    #[test]
+    fn retry_after_is_honoured_within_the_cap_lowered_above_it_and_refused_far_above() {
+        let cap = Duration::from_secs(300);
+        let within = cap_retry_after(rate_limited(120), cap);
+        assert_eq!(within.retry_after(), Some(Duration::from_secs(120)));
+        assert!(
+            !within.to_string().contains("max_retry_after_s"),
+            "{within}"
+        );
+
+        let lowered = cap_retry_after(rate_limited(1000), cap);
+        assert!(lowered.is_retryable());
+        assert_eq!(lowered.retry_after(), Some(cap));
+        assert!(
+            lowered.to_string().contains(
+                "server asked to wait 1000 s; waiting 300 s ([loop_control] max_retry_after_s)"
+            ),
+            "{lowered}"
+        );
+        // Capping twice keeps the first note (the request's wait, not the lowered one).
+        let again = cap_retry_after(lowered, cap);
+        assert!(
+            again.to_string().contains("asked to wait 1000 s"),
+            "{again}"
+        );
+
+        let refused = cap_retry_after(rate_limited(86_000), cap);
+        assert!(!refused.is_retryable());
+        assert_eq!(refused.status(), Some(429));
+        let text = refused.to_string();
+        assert!(text.contains("asked to wait 86000 s"), "{text}");
+        assert!(text.contains("max_retry_after_s = 300 s"), "{text}");
+
+        let uncapped = cap_retry_after(rate_limited(86_000), Duration::ZERO);
+        assert_eq!(uncapped.retry_after(), Some(Duration::from_secs(86_000)));
+        let policy = RetryPolicy::default();
+        assert_eq!(policy.delay_for(1, &rate_limited(86_000)), cap);
+    }
+
     #[tokio::test(start_paused = true)]
     async fn non_retryable_errors_stop_at_once_and_cancel_interrupts_sleep() {
         let mut calls = 0;
@@ -215,6 +329,7 @@ mod tests {
                         status: 400,
                         message: "bad".into(),
                         retry_after: None,
+                        requested_wait: None,
                     })
                 }
             },

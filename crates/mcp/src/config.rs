@@ -306,7 +306,8 @@ fn opt_timeout(obj: &Map<String, Value>, key: &str) -> Result<Option<Duration>, 
 }
 
 fn read_optional(path: &Path) -> Result<Option<String>, McpConfigError> {
-    match std::fs::read_to_string(path) {
+    // Never blocks: a FIFO at mcp.json is refused, not opened.
+    match kimi_config::read_regular_file(path) {
         Ok(text) => Ok(Some(text)),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
         Err(source) => Err(McpConfigError::Read {

@@ -27,8 +27,6 @@ use super::repeat::{RepeatGuard, call_key};
 /// How long tools get to settle after a cancel before their results are synthesized.
 pub const ABORT_GRACE: Duration = Duration::from_millis(2_000);
 
-const SKIPPED_TEXT: &str = "Tool skipped because a previous tool call stopped the turn.";
-
 /// What the permission chain decided for a call.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum GateDecision {
@@ -178,7 +176,7 @@ async fn prepare_one(
         return (
             no_args,
             None,
-            Prepared::Done(ToolResult::error(SKIPPED_TEXT)),
+            Prepared::Done(ToolResult::error(executor_text::skipped())),
         );
     }
     let args = match env

@@ -37,14 +37,15 @@ struct EditView {
 
 fn load(path: &std::path::Path) -> Result<EditView, String> {
     let shown = path.display();
-    let bytes = match std::fs::read(path) {
+    // Only regular files: a FIFO would block the open (at planning already) forever.
+    let bytes = match super::regular::read_regular(path) {
         Ok(b) => b,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+        Err(super::regular::NotRegular::Missing(_)) => {
             return Err(format!(
                 "`{shown}` does not exist. Use Write to create a new file."
             ));
         }
-        Err(e) => return Err(format!("Cannot read `{shown}`: {e}")),
+        Err(err) => return Err(err.to_string()),
     };
     let (bom, body) = match bytes.strip_prefix(&[0xEF, 0xBB, 0xBF]) {
         Some(rest) => (true, rest.to_vec()),

@@ -311,7 +311,14 @@ impl GrepExecution {
                     content,
                     bytes,
                 };
-                if searcher.search_path(matcher, path, &mut collector).is_err()
+                // Opened as a regular file only: a FIFO swapped in after the walk saw a
+                // file would block the search forever.
+                let Ok((file, _)) = super::regular::open_regular(path) else {
+                    return ignore::WalkState::Continue;
+                };
+                if searcher
+                    .search_file(matcher, &file, &mut collector)
+                    .is_err()
                     || collector.hit.matches == 0
                 {
                     return ignore::WalkState::Continue;

@@ -217,25 +217,27 @@ fn media_part(mime: &str, bytes: &[u8]) -> ContentPart {
 
 pub fn read_media(path: &Path, region: Option<Region>, full_resolution: bool) -> ToolResult {
     let shown = path.display();
-    let meta = match std::fs::metadata(path) {
-        Ok(m) => m,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-            return ToolResult::error(format!("`{shown}` does not exist."));
+    // Only regular files: a FIFO would block the open forever, a device never ends.
+    let (file, meta) = match super::regular::open_regular(path) {
+        Ok(opened) => opened,
+        Err(super::regular::NotRegular::Directory(_)) => {
+            return ToolResult::error(format!("`{shown}` is a directory, not a media file."));
         }
-        Err(e) => return ToolResult::error(format!("Cannot read `{shown}`: {e}")),
+        Err(err) => return ToolResult::error(err.to_string()),
     };
-    if meta.is_dir() {
-        return ToolResult::error(format!("`{shown}` is a directory, not a media file."));
-    }
     if meta.len() > MAX_FILE_BYTES {
         return ToolResult::error(format!(
             "`{shown}` is larger than 100 MB; ReadMediaFile cannot send it."
         ));
     }
-    let bytes = match std::fs::read(path) {
-        Ok(b) => b,
-        Err(e) => return ToolResult::error(format!("Cannot read `{shown}`: {e}")),
-    };
+    let mut bytes = Vec::new();
+    // `take` keeps a file that grows while we read within the limit checked above.
+    if let Err(e) = std::io::Read::read_to_end(
+        &mut std::io::Read::take(file, MAX_FILE_BYTES + 1),
+        &mut bytes,
+    ) {
+        return ToolResult::error(format!("Cannot read `{shown}`: {e}"));
+    }
     let ext = path
         .extension()
         .map(|e| e.to_string_lossy().to_lowercase())

@@ -8,6 +8,7 @@ pub mod glob;
 pub mod grep;
 pub mod media;
 pub mod read;
+mod regular;
 pub mod task_tools;
 mod text;
 pub mod todo;
@@ -37,7 +38,7 @@ pub(crate) fn diff_base(path: &std::path::Path) -> Option<String> {
     if meta.len() > MAX_DIFF_BYTES {
         return None;
     }
-    std::fs::read_to_string(path).ok()
+    String::from_utf8(regular::read_regular(path).ok()?).ok()
 }
 
 /// Unified diff of a file change for the approval display.

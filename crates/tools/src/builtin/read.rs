@@ -2,7 +2,7 @@
 //! and a `<system>` status block describing what was shown.
 
 use std::collections::VecDeque;
-use std::io::{BufRead, BufReader, Read as _};
+use std::io::{BufRead, BufReader, Read as _, Seek as _};
 use std::path::{Path, PathBuf};
 
 use async_trait::async_trait;
@@ -245,21 +245,15 @@ pub fn read_file(path: &Path, offset: i64, n_lines: Option<usize>) -> ToolResult
             "`{shown}` is {kind} file. Read only shows text; use ReadMediaFile to view it."
         ));
     }
-    let meta = match std::fs::metadata(path) {
-        Ok(m) => m,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-            return ToolResult::error(format!("`{shown}` does not exist."));
+    // Only regular files: a FIFO would block the open (and the turn) forever.
+    let (mut file, meta) = match super::regular::open_regular(path) {
+        Ok(opened) => opened,
+        Err(super::regular::NotRegular::Directory(_)) => {
+            return ToolResult::error(format!(
+                "`{shown}` is a directory. Read only reads files; use Glob or Bash `ls` to list a directory."
+            ));
         }
-        Err(e) => return ToolResult::error(format!("Cannot read `{shown}`: {e}")),
-    };
-    if meta.is_dir() {
-        return ToolResult::error(format!(
-            "`{shown}` is a directory. Read only reads files; use Glob or Bash `ls` to list a directory."
-        ));
-    }
-    let mut file = match std::fs::File::open(path) {
-        Ok(f) => f,
-        Err(e) => return ToolResult::error(format!("Cannot read `{shown}`: {e}")),
+        Err(err) => return ToolResult::error(err.to_string()),
     };
     let mut sample = vec![0u8; 8192];
     let got = match read_sample(&mut file, &mut sample) {
@@ -274,10 +268,10 @@ pub fn read_file(path: &Path, offset: i64, n_lines: Option<usize>) -> ToolResult
     let limit = n_lines.unwrap_or(MAX_LINES).min(MAX_LINES);
     let scanned = match encoding {
         Encoding::Utf8 | Encoding::Utf8Bom => {
-            let file = match std::fs::File::open(path) {
-                Ok(f) => f,
-                Err(e) => return ToolResult::error(format!("Cannot read `{shown}`: {e}")),
-            };
+            // The same descriptor, rewound: reopening by path could meet a different file.
+            if let Err(e) = file.seek(std::io::SeekFrom::Start(0)) {
+                return ToolResult::error(format!("Cannot read `{shown}`: {e}"));
+            }
             let mut reader = BufReader::with_capacity(64 * 1024, file);
             if encoding == Encoding::Utf8Bom {
                 let mut bom = [0u8; 3];
@@ -293,10 +287,13 @@ pub fn read_file(path: &Path, offset: i64, n_lines: Option<usize>) -> ToolResult
                     "`{shown}` is UTF-16 text larger than 10 MiB; Read only transcodes UTF-16 files up to 10 MiB."
                 ));
             }
-            let bytes = match std::fs::read(path) {
-                Ok(b) => b,
-                Err(e) => return ToolResult::error(format!("Cannot read `{shown}`: {e}")),
-            };
+            let mut bytes = Vec::new();
+            let read = file
+                .seek(std::io::SeekFrom::Start(0))
+                .and_then(|_| file.read_to_end(&mut bytes));
+            if let Err(e) = read {
+                return ToolResult::error(format!("Cannot read `{shown}`: {e}"));
+            }
             let Some(text) = decode_utf16(&bytes, encoding) else {
                 return refuse(path, NotText::Binary);
             };

@@ -127,6 +127,10 @@ impl Execution for WriteExecution {
                 "`{shown}` is a directory; give the path of a file."
             ));
         }
+        // Opening a FIFO for writing blocks until a reader appears: refuse non-regular files.
+        if let Err(err) = super::regular::check_writable_target(&self.path) {
+            return ToolResult::error(err.to_string());
+        }
         if let Some(parent) = self.path.parent()
             && let Err(e) = std::fs::create_dir_all(parent)
         {

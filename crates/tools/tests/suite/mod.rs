@@ -10,4 +10,5 @@ mod grep;
 mod interact;
 mod media;
 mod read;
+mod special_files;
 mod write;

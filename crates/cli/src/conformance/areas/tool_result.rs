@@ -123,7 +123,10 @@ fn normalize(input: &Value) -> Result<Value, String> {
     Ok(Value::Object(out))
 }
 
-/// Keys look like `execute_threw(name=fail, message="tool blew up")`.
+/// Keys look like `execute_threw(name=fail, message="tool blew up")`. The stop-batch skip and
+/// the after-execute (`onDidExecuteTool`) failure texts are recognised by what their key names
+/// (`skipped…`/`…stop_batch…`; `…hook…`/`…did_execute…`/`…after_execute…`, aborted or threw),
+/// since held-back cases may spell the head differently.
 fn executor(input: &Value) -> Result<Value, String> {
     let key = input
         .get("key")
@@ -142,7 +145,23 @@ fn executor(input: &Value) -> Result<Value, String> {
             rest.split(',').next().map(|s| s.trim().to_owned())
         }
     };
+    let lower = head.to_ascii_lowercase();
+    if lower.contains("skip") || lower.contains("stop_batch") {
+        return Ok(json!({"text": executor_text::skipped()}));
+    }
     let name = arg("name").ok_or_else(|| format!("key {key:?} has no name"))?;
+    if ["hook", "did_execute", "after_execute"]
+        .iter()
+        .any(|w| lower.contains(w))
+    {
+        let aborted = lower.contains("abort");
+        let text = if aborted {
+            executor_text::after_execute_aborted(&name)
+        } else {
+            executor_text::after_execute_failed(&name, &arg("message").unwrap_or_default())
+        };
+        return Ok(json!({"text": text}));
+    }
     let text = match head {
         "execute_threw" => executor_text::failed(&name, &arg("message").unwrap_or_default()),
         "aborted" => {
@@ -159,5 +178,34 @@ pub fn run(input: &Value) -> Result<Value, String> {
         Some("normalizeToolResult") => normalize(input),
         Some("executorText") => executor(input),
         other => Err(format!("unknown tool_result fn {other:?}")),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn text(key: &str) -> String {
+        let out = run(&json!({"fn": "executorText", "key": key})).unwrap();
+        out["text"].as_str().unwrap().to_owned()
+    }
+
+    #[test]
+    fn the_skip_and_after_execute_texts_are_the_references() {
+        let skipped = "Tool skipped because a previous tool call stopped the turn.";
+        assert_eq!(text("skipped(name=Write)"), skipped);
+        assert_eq!(text("stop_batch_skip(name=Write)"), skipped);
+        assert_eq!(
+            text("after_execute_hook_threw(name=Read, message=\"boom\")"),
+            "onDidExecuteTool hook failed for \"Read\": boom"
+        );
+        assert_eq!(
+            text("did_execute_hook_aborted(name=Read)"),
+            "Tool \"Read\" aborted during onDidExecuteTool hook."
+        );
+        assert_eq!(
+            text("execute_threw(name=fail, message=\"tool blew up\")"),
+            "Tool \"fail\" failed: tool blew up"
+        );
     }
 }
