@@ -2,6 +2,8 @@
 //! regression inputs of crashes found and fixed), then over generated inputs: random bytes and
 //! seeds with random bytes spliced in. Plain `cargo test`, no AFL needed.
 
+#![allow(clippy::unwrap_used)]
+
 use std::path::PathBuf;
 
 use kimi_fuzz::TARGETS;
