@@ -13,6 +13,8 @@
 mod auth;
 mod error;
 mod events;
+#[doc(hidden)]
+pub mod fuzzing;
 mod listen;
 mod live;
 mod messages;

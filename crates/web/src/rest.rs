@@ -31,17 +31,23 @@ impl<S: Send + Sync, T: DeserializeOwned> FromRequest<S> for JsonBody<T> {
         let bytes = Bytes::from_request(req, state)
             .await
             .map_err(|e| ApiError::validation(format!("cannot read the request body: {e}")))?;
-        let text: &[u8] = if bytes.iter().all(u8::is_ascii_whitespace) {
-            b"{}"
-        } else {
-            &bytes
-        };
-        serde_json::from_slice(text).map(JsonBody).map_err(|e| {
-            ApiError::validation(format!(
-                "the request body is not valid: {e}; send a JSON object as documented in server-api.md"
-            ))
-        })
+        decode_json(&bytes).map(JsonBody)
     }
+}
+
+/// A request body's bytes as `T`; an empty or blank body reads as `{}`. Shared with the fuzz
+/// entry points so they decode exactly as the handlers do.
+pub(crate) fn decode_json<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, ApiError> {
+    let text: &[u8] = if bytes.iter().all(u8::is_ascii_whitespace) {
+        b"{}"
+    } else {
+        bytes
+    };
+    serde_json::from_slice(text).map_err(|e| {
+        ApiError::validation(format!(
+            "the request body is not valid: {e}; send a JSON object as documented in server-api.md"
+        ))
+    })
 }
 
 /// Query parameters.
@@ -252,14 +258,14 @@ pub async fn list_messages(
 
 #[derive(Deserialize)]
 pub struct PromptBody {
-    content: Vec<Value>,
+    pub(crate) content: Vec<Value>,
     #[serde(default)]
     prompt_id: Option<String>,
     #[serde(default)]
     permission_mode: Option<PermissionMode>,
 }
 
-fn prompt_parts(content: &[Value]) -> Result<Vec<ContentPart>, ApiError> {
+pub(crate) fn prompt_parts(content: &[Value]) -> Result<Vec<ContentPart>, ApiError> {
     let mut parts = Vec::new();
     for (i, part) in content.iter().enumerate() {
         match (part["type"].as_str(), part["text"].as_str()) {
@@ -342,7 +348,7 @@ pub async fn submit_prompt(
 #[derive(Deserialize, Default)]
 pub struct ActionBody {
     #[serde(default)]
-    count: Option<i64>,
+    pub(crate) count: Option<i64>,
     #[serde(default)]
     page_size: Option<u32>,
     #[serde(default)]
@@ -386,14 +392,19 @@ pub async fn session_action(
     }
 }
 
-async fn undo(live: &Live, body: ActionBody) -> ApiResult<Value> {
+/// The number of turns an undo body asks for (default 1).
+pub(crate) fn undo_count(body: &ActionBody) -> Result<u32, ApiError> {
     let count = body.count.unwrap_or(1);
-    let count = u32::try_from(count)
+    u32::try_from(count)
         .ok()
         .filter(|c| *c >= 1)
         .ok_or_else(|| {
             ApiError::validation(format!("count must be a positive integer, got {count}"))
-        })?;
+        })
+}
+
+async fn undo(live: &Live, body: ActionBody) -> ApiResult<Value> {
+    let count = undo_count(&body)?;
     if live.busy() {
         return Err(ApiError::new(
             code::BUSY,
@@ -480,31 +491,40 @@ pub async fn resolve_approval(
     Path((id, approval_id)): Path<(String, String)>,
     JsonBody(body): JsonBody<Resolution>,
 ) -> ApiResult<Value> {
-    let feedback = body.feedback.filter(|f| !f.trim().is_empty());
-    let decision = match (body.decision.as_str(), body.scope.as_deref(), feedback) {
-        ("approved", None, _) if body.selected_label.is_some() => ApprovalDecision::ApproveOption {
-            label: body.selected_label.unwrap_or_default(),
-        },
-        ("approved", Some("session"), _) => ApprovalDecision::ApproveForSession,
-        ("approved", None, _) => ApprovalDecision::ApproveOnce,
-        ("approved", Some(other), _) => {
-            return Err(ApiError::validation(format!(
-                "unknown scope {other}: the only scope is \"session\" (or leave it out)"
-            )));
-        }
-        ("rejected" | "cancelled", _, Some(feedback)) => {
-            ApprovalDecision::RejectWithFeedback { feedback }
-        }
-        ("rejected" | "cancelled", _, None) => ApprovalDecision::Reject,
-        (other, _, _) => {
-            return Err(ApiError::validation(format!(
-                "unknown decision {other}: use approved, rejected or cancelled"
-            )));
-        }
-    };
+    let decision = approval_decision(body)?;
     let live = app.registry.get(&id).await?;
     let resolved_at = live.resolve(&approval_id, decision)?;
     Ok(Data(json!({"resolved": true, "resolved_at": resolved_at})))
+}
+
+/// The decision an approval body asks for.
+pub(crate) fn approval_decision(body: Resolution) -> Result<ApprovalDecision, ApiError> {
+    let feedback = body.feedback.filter(|f| !f.trim().is_empty());
+    Ok(
+        match (body.decision.as_str(), body.scope.as_deref(), feedback) {
+            ("approved", None, _) if body.selected_label.is_some() => {
+                ApprovalDecision::ApproveOption {
+                    label: body.selected_label.unwrap_or_default(),
+                }
+            }
+            ("approved", Some("session"), _) => ApprovalDecision::ApproveForSession,
+            ("approved", None, _) => ApprovalDecision::ApproveOnce,
+            ("approved", Some(other), _) => {
+                return Err(ApiError::validation(format!(
+                    "unknown scope {other}: the only scope is \"session\" (or leave it out)"
+                )));
+            }
+            ("rejected" | "cancelled", _, Some(feedback)) => {
+                ApprovalDecision::RejectWithFeedback { feedback }
+            }
+            ("rejected" | "cancelled", _, None) => ApprovalDecision::Reject,
+            (other, _, _) => {
+                return Err(ApiError::validation(format!(
+                    "unknown decision {other}: use approved, rejected or cancelled"
+                )));
+            }
+        },
+    )
 }
 
 pub async fn no_endpoint(request: Request) -> ApiError {

@@ -1,0 +1,5 @@
+//! Fuzz target `shell`: see [`kimi_fuzz::targets::shell`].
+
+fn main() {
+    kimi_fuzz::run(kimi_fuzz::targets::shell);
+}
