@@ -384,6 +384,8 @@ async fn a_steer_after_the_last_gate_of_a_task_notice_turn_reaches_the_model() {
     let writer = fifo.clone();
     tokio::task::spawn_blocking(move || std::fs::write(writer, "done\n").unwrap());
     let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+    // The hook is another process whose only signal is the file it writes: a bounded poll of
+    // that state, not a wait for time to pass.
     while !entered.exists() {
         assert!(
             tokio::time::Instant::now() < deadline,

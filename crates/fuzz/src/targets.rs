@@ -7,7 +7,7 @@ use std::path::Path;
 
 use futures::StreamExt;
 use kimi_llm::sse::{SseEvent, SseParser};
-use kimi_llm::{Accumulator, KeySource, KimiTuning, ProviderType, ResolvedModel, decode_sse};
+use kimi_llm::{Accumulator, ProviderType, ResolvedModel, decode_sse};
 
 /// Splits `data` into a chunk size (its first byte, 1..=64) and the payload, so the fuzzer
 /// also explores how network reads cut a stream.
@@ -37,29 +37,8 @@ pub fn sse(data: &[u8]) {
 }
 
 fn model(provider_type: ProviderType) -> ResolvedModel {
-    ResolvedModel {
-        alias: "m".to_owned(),
-        provider_id: provider_type.as_str().to_owned(),
-        provider_type,
-        model: "m".to_owned(),
-        // Never contacted: decoding replays bytes already in memory.
-        base_url: "http://127.0.0.1:9/v1".to_owned(),
-        api_key: "fuzz".to_owned(),
-        key_source: KeySource::Unknown,
-        custom_headers: Vec::new(),
-        max_context_size: 262_144,
-        max_output_size: None,
-        capabilities: Vec::new(),
-        support_efforts: Vec::new(),
-        default_effort: None,
-        forced_effort: None,
-        reasoning_key: None,
-        adaptive_thinking: None,
-        display_name: None,
-        vertex_project: None,
-        vertex_location: None,
-        kimi_tuning: KimiTuning::default(),
-    }
+    // Never contacted: decoding replays bytes already in memory.
+    kimi_test_support::test_model(provider_type, "http://127.0.0.1:9/v1", "m")
 }
 
 /// One wire format end to end: bytes (cut into chunks) → SSE → decoder → deltas → accumulated

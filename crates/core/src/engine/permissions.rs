@@ -15,7 +15,7 @@ use super::executor::GateDecision;
 use super::runtime::PermissionPolicy;
 use crate::permission::{
     AccessOp, CallFacts, FileAccess, PermissionState, Subject, Verdict, Workspace, action_for,
-    danger_summary, policy::PolicyName,
+    policy::PolicyName, summary_of,
 };
 
 pub struct ChainPolicy {
@@ -77,7 +77,7 @@ pub fn call_facts(workspace: &Workspace, tool_name: &str, plan: &ToolPlan) -> Ca
 }
 
 impl PermissionPolicy for ChainPolicy {
-    fn decide(&self, call: &ToolCall, args: &Value, plan: &ToolPlan) -> GateDecision {
+    fn decide(&self, call: &ToolCall, _args: &Value, plan: &ToolPlan) -> GateDecision {
         let facts = self.facts(&call.name, plan);
         let decision = self.state().decide(&facts, &self.workspace);
         tracing::info!(tool = %call.name, call_id = %call.id, verdict = ?decision.verdict, policy = decision.policy.as_str(), reason = decision.reason.as_deref().unwrap_or(""), "permission decision");
@@ -85,10 +85,8 @@ impl PermissionPolicy for ChainPolicy {
             Verdict::Approve => GateDecision::Approve,
             Verdict::Deny => GateDecision::Deny(decision.deny_message(&call.name)),
             Verdict::Ask => {
-                let label = (call.name == "Bash")
-                    .then(|| args.get("command").and_then(Value::as_str))
-                    .flatten()
-                    .and_then(danger_summary);
+                // The label reads the parse the chain already made.
+                let label = facts.shell().and_then(summary_of);
                 // A floor ask says why the floor stopped it, next to any danger label.
                 let danger = match (decision.policy, decision.reason) {
                     (PolicyName::ProtectedFloor, Some(reason)) => Some(match label {

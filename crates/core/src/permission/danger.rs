@@ -56,7 +56,12 @@ pub fn labels_of(parsed: &ShellParse) -> Vec<DangerLabel> {
 
 /// The label text for an approval request (`ApprovalRequest::danger`), labels joined by ", ".
 pub fn danger_summary(command: &str) -> Option<String> {
-    let labels = danger_labels(command);
+    summary_of(&shell::parse(command))
+}
+
+/// [`danger_summary`] of an already parsed command line.
+pub fn summary_of(parsed: &ShellParse) -> Option<String> {
+    let labels = labels_of(parsed);
     if labels.is_empty() {
         None
     } else {

@@ -39,7 +39,7 @@ mod state;
 pub use call::{
     AccessOp, CallFacts, FileAccess, Subject, approval_rule_for, escape_glob, is_shell_tool,
 };
-pub use danger::{DangerLabel, danger_labels, danger_summary, labels_of};
+pub use danger::{DangerLabel, danger_labels, danger_summary, labels_of, summary_of};
 pub use floor::{Finding, Protected, findings, protected_floor};
 pub use listeners::{
     Adjudication, Adjudicator, AskKind, ListenerName, ListenerVerdict, PlanState, StaleFacts,
