@@ -10,6 +10,7 @@ use anyhow::{Context, anyhow};
 use kimi_config::Config;
 use kimi_core::engine::runtime::ApproveAll;
 use kimi_core::permission::{PermissionState, load_rules};
+use kimi_core::subagent::{ModelPool, PoolModel};
 use kimi_core::session::{
     AgentChoice, OpenedSession, Resume, SessionSetup, latest_session, open_session,
 };
@@ -146,7 +147,37 @@ pub fn setup(
         extensions: Default::default(),
         agent: AgentChoice::Default,
         config: config.clone(),
+        model_pool: model_pool(config),
     }
+}
+
+/// `[subagent] models` resolved like `-m <alias>`: each alias a provider of its own. An alias
+/// that does not resolve is left out of the pool with a warning (the session still opens);
+/// `primary` is reserved for the session's own model.
+pub fn model_pool(config: &Config) -> ModelPool {
+    let mut models = Vec::new();
+    let mut warnings = Vec::new();
+    for (alias, hint) in config.subagent.pool() {
+        if alias == kimi_config::PRIMARY_MODEL {
+            warnings.push(format!(
+                "[subagent] models: `{alias}` is reserved for the session's own model; the entry is ignored"
+            ));
+            continue;
+        }
+        match resolve_model(config, Some(&alias)) {
+            Ok(choice) => models.push(PoolModel {
+                alias,
+                hint,
+                provider: choice.provider,
+                params: choice.params,
+                max_context_tokens: choice.max_context_tokens,
+            }),
+            Err(err) => warnings.push(format!(
+                "[subagent] models: `{alias}` is left out of the subagent model pool: {err:#}"
+            )),
+        }
+    }
+    ModelPool::new(models, config.subagent.default_model.clone(), warnings)
 }
 
 /// The profile `--agent` / `--agent-file` ask for (validated in `cli.rs`; a resumed session

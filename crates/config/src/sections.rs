@@ -82,6 +82,26 @@ pub struct Background {
 #[derive(Debug, Clone, Default, Deserialize)]
 pub struct Subagent {
     pub timeout_ms: Option<u64>,
+    /// kimi-rs: the subagent model pool, model alias (a `[models.<alias>]` entry) -> a hint
+    /// for the model saying what that model is good for. The `Agent` and `AgentSwarm` tools'
+    /// `model` parameter picks one of these (or `primary`, the session's own model).
+    pub models: Option<BTreeMap<String, String>>,
+    /// kimi-rs: the pool alias subagents use when a call names no `model` (unset = `primary`).
+    pub default_model: Option<String>,
+}
+
+/// The name the `model` parameter gives the session's own model.
+pub const PRIMARY_MODEL: &str = "primary";
+
+impl Subagent {
+    /// The pool as configured (alias, hint), in alias order.
+    pub fn pool(&self) -> Vec<(String, String)> {
+        self.models
+            .iter()
+            .flatten()
+            .map(|(alias, hint)| (alias.clone(), hint.clone()))
+            .collect()
+    }
 }
 
 #[derive(Debug, Clone, Default, Deserialize)]

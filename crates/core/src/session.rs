@@ -94,6 +94,8 @@ pub struct SessionSetup {
     /// The parsed config.toml (the front end reads it once); hooks, the sandbox, cron, tool
     /// settings, `[tools]`, `extra_agent_dirs` and compaction thresholds come from here.
     pub config: Arc<kimi_config::Config>,
+    /// `[subagent] models`, resolved by the front end (it builds providers).
+    pub model_pool: crate::subagent::ModelPool,
 }
 
 /// Builds tools for the session with the given id.
@@ -456,7 +458,9 @@ pub fn open_session(setup: SessionSetup) -> Result<OpenedSession, SessionError> 
         caller: profile.clone(),
         fsync: setup.fsync,
         parent: link.clone(),
+        pool: setup.model_pool.clone(),
     });
+    warnings.extend(setup.model_pool.warnings.iter().cloned());
     // After the subagent host copied the context: subagents cannot reach the user.
     ctx.questions = Some(crate::engine::questions::QuestionBroker::host(
         link.events(),
@@ -491,6 +495,7 @@ pub fn open_session(setup: SessionSetup) -> Result<OpenedSession, SessionError> 
     let queued = restored.queued_prompts.clone();
     let bind = restored.system_prompt.is_none();
     let agent = spawn_linked(config, log, queued, link, events);
+    subagents.attach_caller(agent.handle.runtime());
     if let Some(cron) = &cron {
         cron.spawn_poll(agent.handle.runtime());
     }

@@ -112,6 +112,18 @@ impl PermissionPolicy for ChainPolicy {
         self.state().mode.mode
     }
 
+    fn for_worktree(
+        &self,
+        worktree: &std::path::Path,
+        cwd: &std::path::Path,
+    ) -> Option<std::sync::Arc<dyn PermissionPolicy>> {
+        let state = self.state().clone();
+        Some(std::sync::Arc::new(ChainPolicy::new(
+            state,
+            self.workspace.rebased(worktree, cwd),
+        )))
+    }
+
     fn remember_session_approval(&self, call: &ToolCall, plan: &ToolPlan) -> Option<String> {
         let rule = self.facts(&call.name, plan).approval_rule;
         match self.state().session.grant(&rule) {

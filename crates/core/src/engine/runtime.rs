@@ -27,6 +27,14 @@ pub trait PermissionPolicy: Send + Sync {
     fn mode(&self) -> PermissionMode;
     /// The user approved this call for the rest of the session; returns the rule remembered.
     fn remember_session_approval(&self, call: &ToolCall, plan: &ToolPlan) -> Option<String>;
+    /// This policy for an agent isolated in `worktree` (working in `cwd` inside it): the same
+    /// mode, rules and approvals so far, with the worktree as the workspace root. `None` when
+    /// the policy cannot be moved (the call is then refused).
+    fn for_worktree(
+        &self,
+        worktree: &std::path::Path,
+        cwd: &std::path::Path,
+    ) -> Option<Arc<dyn PermissionPolicy>>;
 }
 
 /// Session metadata the engine keeps current (title, last prompt, updated time).
@@ -59,6 +67,13 @@ impl PermissionPolicy for ApproveAll {
     }
     fn remember_session_approval(&self, _call: &ToolCall, _plan: &ToolPlan) -> Option<String> {
         None
+    }
+    fn for_worktree(
+        &self,
+        _worktree: &std::path::Path,
+        _cwd: &std::path::Path,
+    ) -> Option<Arc<dyn PermissionPolicy>> {
+        Some(Arc::new(ApproveAll))
     }
 }
 

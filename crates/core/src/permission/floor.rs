@@ -39,6 +39,22 @@ pub struct Protected {
     pub temp_dirs: Vec<PathBuf>,
     /// The OS sandbox is on: file tools stay inside its writable roots in every mode.
     pub sandbox: bool,
+    /// An isolated subagent's git worktree: it lies inside the session directory (so inside
+    /// kimi-rs's home), yet it is that agent's workspace and writable like any other.
+    pub worktree: Option<PathBuf>,
+}
+
+/// Whether `path` is in kimi-rs's home outside an isolated agent's worktree.
+fn in_kimi_home(path: &Path, ws: &Workspace) -> bool {
+    ws.protected
+        .kimi_home
+        .as_ref()
+        .is_some_and(|home| path.starts_with(home))
+        && !ws
+            .protected
+            .worktree
+            .as_ref()
+            .is_some_and(|tree| path.starts_with(tree))
 }
 
 /// One reason the floor stops a call.
@@ -215,11 +231,7 @@ fn sandbox_escape(call: &CallFacts, ws: &Workspace) -> Option<PathBuf> {
                 && (!is_writable_place(path, ws)
                     || has_git_component(path)
                     || is_git_control_path(path, ws)
-                    || ws
-                        .protected
-                        .kimi_home
-                        .as_ref()
-                        .is_some_and(|h| path.starts_with(h)))
+                    || in_kimi_home(path, ws))
         })
         .map(Path::to_owned)
 }
@@ -246,12 +258,7 @@ fn is_plan_file(path: &Path, ws: &Workspace) -> bool {
 
 /// kimi-rs's home, and each workspace root's (and the git work tree's) agent configuration.
 fn is_control_file(path: &Path, ws: &Workspace) -> bool {
-    if ws
-        .protected
-        .kimi_home
-        .as_ref()
-        .is_some_and(|home| path.starts_with(home))
-    {
+    if in_kimi_home(path, ws) {
         return true;
     }
     let project_roots = ws.roots.iter().chain(ws.git.as_ref().map(|g| &g.work_tree));

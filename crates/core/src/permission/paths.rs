@@ -71,6 +71,22 @@ impl Workspace {
         self
     }
 
+    /// The same workspace with `worktree` (an isolated subagent's git worktree, `cwd` inside
+    /// it) in place of the first root: the other roots, the home and the floor's facts stay,
+    /// and the worktree itself is writable although it lies in the session directory.
+    pub fn rebased(&self, worktree: &Path, cwd: &Path) -> Workspace {
+        let mut ws = self.clone();
+        let root = canonical_or_lexical(worktree);
+        match ws.roots.first_mut() {
+            Some(first) => *first = root.clone(),
+            None => ws.roots.push(root.clone()),
+        }
+        ws.cwd = cwd.to_path_buf();
+        ws.git = GitInfo::detect(cwd);
+        ws.protected.worktree = Some(root);
+        ws
+    }
+
     /// Resolves a path the model sent: `~` expanded, relative paths joined to cwd, `..` and
     /// symlinks followed as far as the path exists. A `..` or a symlink leading outside the
     /// workspace therefore ends up outside.

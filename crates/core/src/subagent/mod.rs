@@ -1,28 +1,32 @@
 //! Subagents (surface.md §8.3): agents a main agent starts with the `Agent` and `AgentSwarm`
 //! tools. Each has its own id (`agent-0`, `agent-1`, …), its own journal under the session's
 //! `agents/<id>/`, the prompt and tools of its profile, and the caller's provider, permission
-//! policy and hooks. Its history is its own; it can be resumed by id.
+//! policy and hooks. Its history is its own (or a fork of the caller's); it can be resumed
+//! by id, run on a pooled model ([`pool`]) and be isolated in a git worktree ([`worktree`]).
 
+pub mod pool;
 mod ramp;
 mod run;
 mod swarm;
 mod tool;
+pub mod worktree;
 
 use std::collections::HashSet;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock, Weak};
 
 use kimi_llm::{ModelParams, Provider, RetryPolicy};
 use kimi_store::{FsyncPolicy, Session};
 use kimi_tools::{Tool, ToolContext};
 
 use crate::engine::hooks::EngineHooks;
-use crate::engine::runtime::{FrontLink, PermissionPolicy};
+use crate::engine::runtime::{FrontLink, PermissionPolicy, Runtime};
 use crate::profile::{Profile, ProfileCatalog, PromptEnv};
 
 pub use ramp::MAX_CONCURRENCY_ENV;
-pub use run::{RunOutcome, RunStatus, Target};
+pub use pool::{ModelPool, PoolModel};
+pub use run::{Isolation, Launch, RunOutcome, RunStatus, Target};
 pub use swarm::{AgentSwarmTool, ITEM_PLACEHOLDER, MAX_SWARM_AGENTS, SwarmError, swarm_veto};
 pub use tool::AgentTool;
 
@@ -54,6 +58,10 @@ pub struct SubagentHost {
     running: Mutex<HashSet<String>>,
     /// The caller's front-end link: approvals a subagent needs are asked through it.
     parent: Arc<FrontLink>,
+    /// `[subagent] models`: what the `model` parameter may pick.
+    pub pool: ModelPool,
+    /// The caller's runtime (set once it exists), whose context a `fork` copies.
+    caller_runtime: OnceLock<Weak<Runtime>>,
 }
 
 /// Why a subagent could not be started.
@@ -73,6 +81,16 @@ pub enum SubagentError {
         "agent `{agent}` was bound to profile `{profile}`, which no longer exists; start a new agent instead"
     )]
     ProfileGone { agent: String, profile: String },
+    #[error(transparent)]
+    Worktree(#[from] worktree::WorktreeError),
+    #[error(
+        "`fork` copies the caller's context, and this caller has none to copy; call without `fork`"
+    )]
+    NoCallerContext,
+    #[error(
+        "this session's permission policy cannot be moved into a worktree, so the isolated agent was not started (its branch {0} is empty); run without `isolation`"
+    )]
+    PolicyNotMovable(String),
 }
 
 /// The fields of a `SubagentHost` the session fills in.
@@ -97,6 +115,7 @@ pub struct HostParts {
     pub fsync: FsyncPolicy,
     /// The caller's link to its front ends (made before the caller's runtime).
     pub parent: Arc<FrontLink>,
+    pub pool: ModelPool,
 }
 
 impl SubagentHost {
@@ -136,7 +155,16 @@ impl SubagentHost {
             next_id: AtomicU64::new(next),
             running: Mutex::new(HashSet::new()),
             parent: parts.parent,
+            pool: parts.pool,
+            caller_runtime: OnceLock::new(),
         })
+    }
+
+    /// The caller's runtime, once it is spawned (a `fork` copies its context).
+    pub fn attach_caller(&self, runtime: &Arc<Runtime>) {
+        if self.caller_runtime.set(Arc::downgrade(runtime)).is_err() {
+            tracing::warn!("the subagent host's caller was attached twice; the first one stays");
+        }
     }
 
     fn new_agent_id(&self) -> String {

@@ -1,7 +1,9 @@
 //! Running one subagent task: open (or reopen) its journal, start it as an ordinary agent,
 //! submit the task, follow its events to the end of the turn (forwarding approval requests to
 //! the caller, summing usage, keeping the last assistant text), apply the summary policy, and
-//! shut it down so its journal is complete and unlocked.
+//! shut it down so its journal is complete and unlocked. A [`Launch`] adds the model it runs
+//! on (the caller's or one of the pool), a fork of the caller's context, and worktree
+//! isolation.
 
 use std::sync::Arc;
 
@@ -29,6 +31,29 @@ pub enum Target {
     Resume(String),
 }
 
+/// Where a subagent's tools work.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Isolation {
+    /// In the caller's working directory.
+    #[default]
+    None,
+    /// In a git worktree of its own ([`super::worktree`]).
+    Worktree,
+}
+
+/// How a subagent is started besides its profile and prompt.
+#[derive(Debug, Clone, Default)]
+pub struct Launch {
+    /// A pooled model; `None` = the caller's model.
+    pub model: Option<super::pool::PoolModel>,
+    /// Start from a copy of the caller's context instead of an empty history.
+    pub fork: bool,
+    pub isolation: Isolation,
+    /// The call's short label (the commit message of an isolated agent's leftovers).
+    pub label: String,
+}
+
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum RunStatus {
     Completed,
@@ -44,6 +69,10 @@ pub struct RunOutcome {
     /// The final assistant text of the run.
     pub text: String,
     pub usage: Usage,
+    /// The pooled model it ran on (`None` = the caller's).
+    pub model: Option<String>,
+    /// What an isolated agent's branch holds.
+    pub worktree: Option<super::worktree::WorktreeReport>,
 }
 
 /// Releases the agent id however the run ends (including the caller dropping the future).
@@ -200,13 +229,26 @@ impl SubagentHost {
         &self,
         target: Target,
         prompt: String,
+        launch: Launch,
         cancel: CancellationToken,
     ) -> Result<RunOutcome, SubagentError> {
         let agent_id = match &target {
             Target::New(_) => self.new_agent_id(),
             Target::Resume(id) => id.clone(),
         };
-        self.run_as(agent_id, target, prompt, cancel).await
+        self.run_as(agent_id, target, prompt, launch, cancel).await
+    }
+
+    /// The caller's context as a fork seed: its messages, with the tool calls still running
+    /// (this very `Agent` call among them) closed by an "outcome unknown" result.
+    fn fork_seed(&self) -> Result<Vec<kimi_protocol::Message>, SubagentError> {
+        let caller = self
+            .caller_runtime
+            .get()
+            .and_then(std::sync::Weak::upgrade)
+            .ok_or(SubagentError::NoCallerContext)?;
+        let messages = caller.log().history().messages().to_vec();
+        Ok(kimi_context::open_exchange::close_trailing_open_tool_exchange(&messages))
     }
 
     /// `run` with the agent id already chosen (a swarm hands out ids in item order).
@@ -215,6 +257,7 @@ impl SubagentHost {
         agent_id: String,
         target: Target,
         prompt: String,
+        launch: Launch,
         cancel: CancellationToken,
     ) -> Result<RunOutcome, SubagentError> {
         let journal = self.journal_path(&agent_id);
@@ -236,14 +279,47 @@ impl SubagentHost {
             Target::New(profile) => *profile,
             Target::Resume(_) => self.resolve_bound(&agent_id, restored.profile.clone())?,
         };
+        // Only a new agent forks: a resumed one already has its own history.
+        let seed = if launch.fork && restored.system_prompt.is_none() {
+            self.fork_seed()?
+        } else {
+            Vec::new()
+        };
+        let worktree = match launch.isolation {
+            Isolation::None => None,
+            Isolation::Worktree => Some(
+                super::worktree::Worktree::create(
+                    &self.base_ctx.cwd,
+                    &self.session.dir,
+                    &self.session.state.id,
+                    &agent_id,
+                )
+                .await?,
+            ),
+        };
+        let cwd = worktree
+            .as_ref()
+            .map_or_else(|| self.base_ctx.cwd.clone(), |tree| tree.cwd.clone());
+        let permissions = match &worktree {
+            None => self.permissions.clone(),
+            Some(tree) => match self.permissions.for_worktree(&tree.path, &tree.cwd) {
+                Some(policy) => policy,
+                None => {
+                    let report = tree.clone().finish(&launch.label).await;
+                    return Err(SubagentError::PolicyNotMovable(report.branch));
+                }
+            },
+        };
+        let mut prompt_env = self.prompt_env.clone();
+        prompt_env.cwd.clone_from(&cwd);
         let system_prompt = match &restored.system_prompt {
             Some(text) => text.clone(),
-            None => render_profile_prompt(&profile, &self.prompt_env, false)?,
+            None => render_profile_prompt(&profile, &prompt_env, false)?,
         };
         let agent_dir = journal
             .parent()
             .map_or_else(|| self.session.dir.clone(), std::path::Path::to_path_buf);
-        let mut ctx = ToolContext::new(&self.base_ctx.cwd, &agent_dir);
+        let mut ctx = ToolContext::new(&cwd, &agent_dir);
         ctx.additional_dirs
             .clone_from(&self.base_ctx.additional_dirs);
         ctx.skill_roots.clone_from(&self.base_ctx.skill_roots);
@@ -271,17 +347,29 @@ impl SubagentHost {
         if let Some(late) = &self.late_tools {
             crate::profile::attach_late_for(&mut registry, &profile, late, &self.tools_allowed);
         }
+        let (provider, params, max_context_tokens) = match &launch.model {
+            Some(model) => (
+                model.provider.clone(),
+                model.params.clone(),
+                model.max_context_tokens,
+            ),
+            None => (
+                self.provider.clone(),
+                self.params.clone(),
+                self.max_context_tokens,
+            ),
+        };
         let config = AgentConfig {
             session_id: self.session.state.id.clone(),
             system_prompt: system_prompt.clone(),
-            provider: self.provider.clone(),
-            params: self.params.clone(),
-            max_context_tokens: self.max_context_tokens,
+            provider,
+            params,
+            max_context_tokens,
             max_steps_per_turn: self.max_steps_per_turn,
             retry: self.retry.clone(),
             tools: Arc::new(registry),
             tool_ctx: Arc::new(ctx),
-            permissions: self.permissions.clone(),
+            permissions,
             hooks: self.hooks.clone(),
             session_meta: None,
             plan: None,
@@ -289,11 +377,14 @@ impl SubagentHost {
         };
         let spawned = spawn_agent(config, log, Vec::new());
         if restored.system_prompt.is_none() {
-            spawned.handle.runtime().commit(vec![rec::profile_bind(
+            let mut records = vec![rec::profile_bind(
                 &profile.name,
                 profile.file(),
                 &system_prompt,
-            )]);
+            )];
+            // The fork seed is journaled as the agent's own history, so a resume keeps it.
+            records.extend(seed.into_iter().map(rec::message));
+            spawned.handle.runtime().commit(records);
         }
         let mut follower = Follower {
             host: self,
@@ -307,7 +398,7 @@ impl SubagentHost {
         if profile.git_context && restored.system_prompt.is_none() {
             input = format!(
                 "{}{input}",
-                crate::profile::git_context(&self.base_ctx.cwd).await
+                crate::profile::git_context(&cwd).await
             );
         }
         let mut status = follower.turn(input, &cancel).await;
@@ -331,12 +422,21 @@ impl SubagentHost {
         // The runner releases the journal lock when it ends; a resume right after must find
         // it free.
         let _ = spawned.join.await;
+        let worktree = match worktree {
+            Some(tree) => {
+                let message = format!("{agent_id}: {}", launch.label.trim());
+                Some(tree.finish(message.trim_end_matches(": ")).await)
+            }
+            None => None,
+        };
         Ok(RunOutcome {
             agent_id,
             profile: profile.name,
             status,
             text: follower.last_text,
             usage: follower.usage,
+            model: launch.model.map(|m| m.alias),
+            worktree,
         })
     }
 }

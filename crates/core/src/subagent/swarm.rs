@@ -21,7 +21,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::SubagentHost;
 use super::ramp::{BadConcurrency, MAX_CONCURRENCY_ENV, Ramp, parse_max_concurrency};
-use super::run::{RunOutcome, RunStatus, Target};
+use super::run::{Launch, RunOutcome, RunStatus, Target};
 use crate::permission::{CallFacts, ListenerVerdict, swarm_exclusive};
 use crate::profile::DEFAULT_SUBAGENT;
 
@@ -51,6 +51,10 @@ struct Params {
     items: Option<Vec<String>>,
     #[serde(default)]
     resume_agent_ids: Option<serde_json::Map<String, Value>>,
+    #[serde(default)]
+    model: Option<String>,
+    #[serde(default)]
+    isolation: Option<super::run::Isolation>,
 }
 
 /// Why a swarm call was refused before any agent started.
@@ -231,6 +235,7 @@ pub fn swarm_veto(tool: &str, calls_in_response: usize) -> Option<String> {
 async fn run_members(
     host: &Arc<SubagentHost>,
     members: &[Member],
+    launch: &Launch,
     mut ramp: Ramp,
     cancel: &CancellationToken,
 ) -> Vec<Fate> {
@@ -252,9 +257,13 @@ async fn run_members(
                 };
                 let host = host.clone();
                 let token = cancel.clone();
+                let mut launch = launch.clone();
+                if let Some(item) = &member.item {
+                    launch.label = format!("{} ({item})", launch.label);
+                }
                 running.push(async move {
                     let result = host
-                        .run_as(agent_id.clone(), member.target, member.prompt, token)
+                        .run_as(agent_id.clone(), member.target, member.prompt, launch, token)
                         .await;
                     (index, agent_id, result)
                 });
@@ -320,7 +329,7 @@ fn report(description: &str, members: &[Member], fates: &[Fate]) -> (String, boo
     ];
     let mut blocks = Vec::with_capacity(fates.len());
     for (index, (member, fate)) in members.iter().zip(fates).enumerate() {
-        let (agent_id, status, body) = match fate {
+        let (agent_id, status, mut body) = match fate {
             Fate::Ran(outcome) => match &outcome.status {
                 RunStatus::Completed => (
                     Some(outcome.agent_id.as_str()),
@@ -348,6 +357,13 @@ fn report(description: &str, members: &[Member], fates: &[Fate]) -> (String, boo
                 "The swarm was cancelled before this agent started.".to_owned(),
             ),
         };
+        if let Fate::Ran(RunOutcome {
+            worktree: Some(tree),
+            ..
+        }) = fate
+        {
+            body = format!("{}\n\n{}", body.trim(), tree.describe());
+        }
         if let Some(count) = counts.iter_mut().find(|(name, _)| *name == status) {
             count.1 += 1;
         }
@@ -363,6 +379,9 @@ fn report(description: &str, members: &[Member], fates: &[Fate]) -> (String, boo
         }
         if let Fate::Ran(outcome) = fate {
             attrs.push_str(&format!(" type=\"{}\"", escape_attr(&outcome.profile)));
+            if let Some(model) = &outcome.model {
+                attrs.push_str(&format!(" model=\"{}\"", escape_attr(model)));
+            }
         }
         blocks.push(format!(
             "<agent {attrs} status=\"{status}\">\n{}\n</agent>",
@@ -397,6 +416,7 @@ fn report(description: &str, members: &[Member], fates: &[Fate]) -> (String, boo
 struct SwarmExecution {
     host: Arc<SubagentHost>,
     members: Vec<Member>,
+    launch: Launch,
     description: String,
     plan: ToolPlan,
 }
@@ -418,7 +438,7 @@ impl Execution for SwarmExecution {
             Err(err) => return ToolResult::error(SwarmError::from(err).to_string()),
         };
         let ramp = Ramp::new(self.members.len(), cap);
-        let fates = run_members(&self.host, &self.members, ramp, &cancel).await;
+        let fates = run_members(&self.host, &self.members, &self.launch, ramp, &cancel).await;
         match report(&self.description, &self.members, &fates) {
             (text, false) => ToolResult::ok(text),
             (text, true) => ToolResult::error(text),
@@ -466,7 +486,9 @@ impl Tool for AgentSwarmTool {
                     "type": "object",
                     "additionalProperties": {"type": "string"},
                     "description": "Existing subagents to continue: agent_id -> the prompt that continues it. They start before the items."
-                }
+                },
+                "model": {"type": "string", "description": "The model every agent of the swarm runs on: an alias of the subagent model pool listed in this description, or \"primary\" for your own model. Omit for the pool's default."},
+                "isolation": super::tool::isolation_schema()
             },
             "required": ["description"],
             "additionalProperties": false
@@ -480,6 +502,16 @@ impl Tool for AgentSwarmTool {
             Err(err) => return Ok(Resolution::Result(ToolResult::error(err.to_string()))),
         };
         let description = params.description.trim().to_owned();
+        let launch = match super::tool::launch_for(
+            &self.host,
+            params.model.as_deref(),
+            false,
+            params.isolation,
+            &description,
+        ) {
+            Ok(launch) => launch,
+            Err(text) => return Ok(Resolution::Result(ToolResult::error(text))),
+        };
         let summary = format!("swarm of {} subagents: {description}", members.len());
         let detail = params
             .prompt_template
@@ -502,6 +534,7 @@ impl Tool for AgentSwarmTool {
         Ok(Resolution::Run(Box::new(SwarmExecution {
             host: self.host.clone(),
             members,
+            launch,
             description,
             plan,
         })))

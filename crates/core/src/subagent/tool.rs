@@ -1,7 +1,9 @@
 //! The `Agent` tool (surface.md §2.5): hands a task to a subagent. In the foreground the call
 //! waits for the subagent's turn to end (cancelling the caller's turn cancels the subagent's)
 //! and returns its final message; with `run_in_background` it becomes a background task whose
-//! report reaches the caller as a task notice.
+//! report reaches the caller as a task notice. `model` picks a pooled model, `fork` starts
+//! the subagent from a copy of the caller's context, and `isolation: "worktree"` gives it a
+//! git worktree of its own.
 
 use std::sync::Arc;
 
@@ -17,7 +19,8 @@ use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
 use super::SubagentHost;
-use super::run::{RunOutcome, RunStatus, Target};
+use super::pool::ModelPick;
+use super::run::{Isolation, Launch, RunOutcome, RunStatus, Target};
 use crate::profile::DEFAULT_SUBAGENT;
 
 const DESCRIPTION: &str = "Hand a self-contained task to a subagent. The subagent starts with an empty history, works on its own with the tools of its type, and its final message comes back as this tool's result; nothing else of its work is visible to you or the user.
@@ -38,6 +41,51 @@ struct Params {
     resume: Option<String>,
     #[serde(default)]
     run_in_background: bool,
+    #[serde(default)]
+    model: Option<String>,
+    #[serde(default)]
+    fork: bool,
+    #[serde(default)]
+    isolation: Option<Isolation>,
+}
+
+/// The `isolation` parameter's schema (shared with AgentSwarm).
+pub(super) fn isolation_schema() -> Value {
+    json!({
+        "type": "string",
+        "enum": ["none", "worktree"],
+        "description": "\"worktree\": run in a git worktree of its own on a new branch (kimi-rs/<session>/<agent_id>) from your HEAD, so its edits never touch your checkout or other agents'. When it ends, its changes are committed to that branch, the report names the branch and its diff summary, and the worktree is removed (the branch stays for you to review and merge). Only in a git repository. Default \"none\"."
+    })
+}
+
+/// Check `model` and `isolation` before anything starts; the error text is the tool's result.
+pub(super) fn launch_for(
+    host: &SubagentHost,
+    model: Option<&str>,
+    fork: bool,
+    isolation: Option<Isolation>,
+    label: &str,
+) -> Result<Launch, String> {
+    // A fork continues the caller's own conversation, so it keeps the caller's model.
+    let pick = if fork {
+        ModelPick::Primary
+    } else {
+        host.pool.pick(model).map_err(|e| e.to_string())?
+    };
+    let model = match pick {
+        ModelPick::Primary => None,
+        ModelPick::Pooled(model) => Some(model),
+    };
+    let isolation = isolation.unwrap_or_default();
+    if isolation == Isolation::Worktree {
+        super::worktree::repository_of(&host.base_ctx.cwd).map_err(|e| e.to_string())?;
+    }
+    Ok(Launch {
+        model,
+        fork,
+        isolation,
+        label: label.trim().to_owned(),
+    })
 }
 
 pub struct AgentTool {
@@ -63,10 +111,17 @@ fn describe(outcome: &RunOutcome) -> (String, bool) {
     if usage.input_cache_creation > 0 {
         usage_line.push_str(&format!(", cache_write {}", usage.input_cache_creation));
     }
-    let head = format!(
+    let mut head = format!(
         "agent_id: {}\nactual_subagent_type: {}",
         outcome.agent_id, outcome.profile
     );
+    if let Some(model) = &outcome.model {
+        head.push_str(&format!("\nmodel: {model}"));
+    }
+    if let Some(tree) = &outcome.worktree {
+        head.push('\n');
+        head.push_str(&tree.describe());
+    }
     let resume_hint = format!(
         "resume_hint: continue this subagent with its history via Agent(resume=\"{}\", prompt=\"...\") without subagent_type.",
         outcome.agent_id
@@ -115,12 +170,13 @@ fn start_in_background(exec: AgentExecution, ctx: &ToolContext) -> ToolResult {
         host,
         target,
         prompt,
+        launch,
         ..
     } = exec;
     tokio::spawn(async move {
         // Not the caller's token: the subagent outlives the turn that started it.
         let cancel = CancellationToken::new();
-        let run = host.run(target, prompt, cancel.clone());
+        let run = host.run(target, prompt, launch, cancel.clone());
         tokio::pin!(run);
         let (result, stop_reason) = tokio::select! {
             result = &mut run => (result, None),
@@ -159,6 +215,7 @@ struct AgentExecution {
     prompt: String,
     description: String,
     background: bool,
+    launch: Launch,
     plan: ToolPlan,
 }
 
@@ -177,7 +234,11 @@ impl Execution for AgentExecution {
         if self.background {
             return start_in_background(*self, ctx);
         }
-        match self.host.run(self.target, self.prompt, cancel).await {
+        match self
+            .host
+            .run(self.target, self.prompt, self.launch, cancel)
+            .await
+        {
             Ok(outcome) => format_outcome(&outcome),
             Err(err) => ToolResult::error(format!("subagent error: {err}")),
         }
@@ -212,6 +273,7 @@ impl Tool for AgentTool {
                 text.push_str(&format!("\n  Tools: {tools}"));
             }
         }
+        text.push_str(&self.host.pool.describe());
         text
     }
 
@@ -223,7 +285,10 @@ impl Tool for AgentTool {
                 "description": {"type": "string", "description": "A short (3-5 word) label for the task."},
                 "subagent_type": {"type": "string", "description": "The agent type to start (default coder). Not allowed with resume."},
                 "resume": {"type": "string", "description": "The agent_id of an earlier subagent of this session to continue with its history."},
-                "run_in_background": {"type": "boolean", "description": "Start the subagent as a background task and return at once; its report arrives as a message when it finishes (TaskOutput, WaitFor and TaskStop take the task id). Default false."}
+                "run_in_background": {"type": "boolean", "description": "Start the subagent as a background task and return at once; its report arrives as a message when it finishes (TaskOutput, WaitFor and TaskStop take the task id). Default false."},
+                "model": {"type": "string", "description": "The model the subagent runs on: an alias of the subagent model pool listed in this description, or \"primary\" for your own model. Omit for the pool's default."},
+                "fork": {"type": "boolean", "description": "Start the subagent from a copy of your conversation so far (same type and model as you) instead of an empty history; useful when the task needs context you already gathered. Not with resume, subagent_type or model. Default false."},
+                "isolation": isolation_schema()
             },
             "required": ["prompt", "description"],
             "additionalProperties": false
@@ -243,7 +308,26 @@ impl Tool for AgentTool {
             .as_deref()
             .map(str::trim)
             .filter(|t| !t.is_empty());
+        if params.fork && (resume.is_some() || requested.is_some() || params.model.is_some()) {
+            return refuse(
+                "`fork` starts a new subagent of your own type and model from a copy of your context; drop `resume`, `subagent_type` and `model`, or drop `fork`.".to_owned(),
+            );
+        }
+        let launch = match launch_for(
+            &self.host,
+            params.model.as_deref(),
+            params.fork,
+            params.isolation,
+            &params.description,
+        ) {
+            Ok(launch) => launch,
+            Err(text) => return refuse(text),
+        };
         let (target, shown) = match (resume, requested) {
+            (None, None) if params.fork => (
+                Target::New(Box::new(self.host.caller.clone())),
+                format!("{} (fork)", self.host.caller.name),
+            ),
             (Some(_), Some(_)) => {
                 return refuse(
                     "`resume` continues an agent with the type it already has; drop `subagent_type` and call again.".to_owned(),
@@ -283,6 +367,7 @@ impl Tool for AgentTool {
             prompt: params.prompt,
             description: params.description,
             background: params.run_in_background,
+            launch,
             plan,
         })))
     }

@@ -123,6 +123,7 @@ impl Session {
             extensions: options.extensions,
             agent: options.agent,
             config: Default::default(),
+            model_pool: Default::default(),
         };
         let opened = open_session(setup).expect("open session");
         Session {

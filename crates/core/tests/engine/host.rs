@@ -70,6 +70,7 @@ impl SessionFactory for Factory {
             extensions: Default::default(),
             agent: Default::default(),
             config: Default::default(),
+            model_pool: Default::default(),
         };
         Ok((setup, Arc::new(Extras)))
     }

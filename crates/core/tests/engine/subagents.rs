@@ -383,6 +383,7 @@ async fn an_unknown_agent_name_or_invalid_agent_file_fails_to_open() {
             extensions: Default::default(),
             agent: choice,
             config: Default::default(),
+            model_pool: Default::default(),
         };
         let err = match kimi_core::session::open_session(setup) {
             Ok(_) => panic!("opened with a bad agent"),
