@@ -144,6 +144,8 @@ impl Launch {
                 .plan
                 .as_ref()
                 .is_some_and(|plan| plan.is_active()),
+            // Swarm mode as the engine restored it from the session's history.
+            swarm_mode: opened.agent.handle.runtime().shared().swarm.is_some(),
         }
     }
 

@@ -12,3 +12,4 @@ pub mod profile;
 pub mod prompt;
 pub mod session;
 pub mod subagent;
+pub mod swarm_mode;

@@ -496,6 +496,7 @@ pub fn open_session(setup: SessionSetup) -> Result<OpenedSession, SessionError> 
     let bind = restored.system_prompt.is_none();
     let agent = spawn_linked(config, log, queued, link, events);
     subagents.attach_caller(agent.handle.runtime());
+    crate::swarm_mode::restore(agent.handle.runtime());
     if let Some(cron) = &cron {
         cron.spawn_poll(agent.handle.runtime());
     }

@@ -18,6 +18,17 @@ pub enum PermissionMode {
     Auto,
 }
 
+/// What turned swarm mode on (surface.md §3.1): `manual` stays until turned off; `task` (a
+/// `/swarm <task>`) and `tool` (an AgentSwarm call) end with the turn they started.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum SwarmTrigger {
+    #[default]
+    Manual,
+    Task,
+    Tool,
+}
+
 /// How a user answered an approval request.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "decision", rename_all = "snake_case")]
@@ -86,6 +97,14 @@ pub enum Op {
     },
     /// Empty the current plan file (`/plan clear`); plan mode itself is unchanged.
     ClearPlan,
+    /// Turn swarm mode on or off (`/swarm on|off`; `/swarm <task>` sends it with trigger
+    /// `task` before the task). Only while the agent is idle; answered with
+    /// `Event::SwarmMode`.
+    SetSwarmMode {
+        enabled: bool,
+        #[serde(default)]
+        trigger: SwarmTrigger,
+    },
     SetModel {
         alias: String,
     },
@@ -303,6 +322,13 @@ pub enum Event {
     Warning { message: String },
     #[serde(rename = "error")]
     Error { message: String },
+    /// Swarm mode turned on (with what started it) or off.
+    #[serde(rename = "swarm_mode")]
+    SwarmMode {
+        active: bool,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        trigger: Option<SwarmTrigger>,
+    },
 
     // ---- Host events: the session host's answers to the host ops above.
     #[serde(rename = "session.list")]

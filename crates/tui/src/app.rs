@@ -123,6 +123,8 @@ pub struct App {
     pub(crate) retry: Option<RetryStatus>,
     /// MCP servers still connecting (shown in the footer while non-zero).
     pub(crate) mcp_connecting: usize,
+    /// A `/swarm` waiting for its permission choice.
+    pub(crate) swarm_pending: Option<crate::swarm::SwarmStart>,
     actions: Vec<UiAction>,
     pub(crate) should_exit: bool,
 }
@@ -167,6 +169,7 @@ impl App {
             hint: None,
             retry: None,
             mcp_connecting: 0,
+            swarm_pending: None,
             actions: Vec::new(),
             should_exit: false,
         };
@@ -556,6 +559,7 @@ impl App {
                 self.context_tokens = context_tokens;
             }
             Event::Status { status } => self.status = status,
+            Event::SwarmMode { active, .. } => self.swarm_mode_changed(active),
             Event::Warning { message } => self.notice(NoticeLevel::Warning, message),
             Event::Error { message } => self.notice(NoticeLevel::Error, message),
             Event::SessionList { sessions } => self.session_list(sessions),

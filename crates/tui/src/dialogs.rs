@@ -22,6 +22,8 @@ pub enum PickerKind {
     Permission,
     Undo,
     Task,
+    /// `/swarm` in manual mode: switch to auto or yolo first?
+    SwarmPermission,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -643,7 +645,11 @@ fn picker_lines(p: &Picker, t: &Theme, width: usize, out: &mut Vec<Line<'static>
     }
     let hint = match p.kind {
         PickerKind::Task => "enter shows output · ctrl-x stops · esc closes",
-        PickerKind::Session | PickerKind::Model | PickerKind::Permission | PickerKind::Undo => {
+        PickerKind::Session
+        | PickerKind::Model
+        | PickerKind::Permission
+        | PickerKind::Undo
+        | PickerKind::SwarmPermission => {
             "type to search · ↑↓ enter · esc closes"
         }
     };

@@ -60,6 +60,8 @@ pub struct SessionInfo {
     pub context_window: u64,
     pub permission_mode: PermissionMode,
     pub plan_mode: bool,
+    /// Swarm mode (a resumed session may come back in it).
+    pub swarm_mode: bool,
 }
 
 impl Default for SessionInfo {
@@ -74,6 +76,7 @@ impl Default for SessionInfo {
             context_window: 0,
             permission_mode: PermissionMode::Manual,
             plan_mode: false,
+            swarm_mode: false,
         }
     }
 }

@@ -417,6 +417,7 @@ impl App {
                 };
                 self.set_plan(enabled);
             }
+            Command::Swarm => self.swarm_command(args),
             Command::Compact => self.op(Op::Compact { instruction: arg }),
             Command::Undo => match args.parse::<u32>() {
                 Ok(count) if count > 0 => self.op(Op::Undo { count }),
@@ -451,8 +452,9 @@ impl App {
             Command::Status => {
                 let i = &self.info;
                 let plan = if i.plan_mode { "on" } else { "off" };
+                let swarm = if i.swarm_mode { "on" } else { "off" };
                 let text = format!(
-                    "kimi-rs {}\nSession: {}\nModel: {}\nDirectory: {}\nPermission mode: {} · plan mode {plan}",
+                    "kimi-rs {}\nSession: {}\nModel: {}\nDirectory: {}\nPermission mode: {} · plan mode {plan} · swarm mode {swarm}",
                     i.version,
                     i.session_id,
                     i.model,
@@ -487,7 +489,11 @@ impl App {
     fn dialog_result(&mut self, result: DialogResult) {
         match result {
             DialogResult::Keep => {}
-            DialogResult::Close => self.dialog = None,
+            DialogResult::Close => {
+                self.dialog = None;
+                // A dismissed `/swarm` permission choice puts the command back.
+                self.swarm_permission_chosen(None);
+            }
             DialogResult::Approve {
                 request_id,
                 decision,
@@ -529,6 +535,7 @@ impl App {
                         };
                         self.set_mode(mode);
                     }
+                    PickerKind::SwarmPermission => self.swarm_permission_chosen(Some(&value)),
                     PickerKind::Undo => {
                         let count = value.parse().unwrap_or(1);
                         self.op(Op::Undo { count });

@@ -39,6 +39,7 @@ pub mod input_thread;
 pub mod markdown;
 pub mod render;
 pub mod runtime;
+pub mod swarm;
 pub mod theme;
 pub mod tool_card;
 pub mod wrap;

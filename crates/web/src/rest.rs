@@ -226,7 +226,7 @@ fn status(live: &Live) -> Value {
         "thinking_level": config.params.thinking,
         "permission": config.permissions.mode(),
         "plan_mode": false,
-        "swarm_mode": false,
+        "swarm_mode": live.handle.runtime().shared().swarm.is_some(),
         "context_tokens": context_tokens,
         "max_context_tokens": (max > 0).then_some(max),
         "context_usage": (max > 0).then(|| context_tokens as f64 / max as f64),

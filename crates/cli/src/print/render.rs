@@ -214,6 +214,7 @@ impl<O: Write, E: Write> TurnWriter for TextWriter<O, E> {
             | Event::ContextUndone { .. }
             | Event::Usage { .. }
             | Event::Status { .. }
+            | Event::SwarmMode { .. }
             // Answers to host ops, which print mode never sends.
             | Event::SessionList { .. }
             | Event::TaskList { .. }
@@ -395,6 +396,7 @@ impl<O: Write> TurnWriter for JsonWriter<O> {
             | Event::ContextUndone { .. }
             | Event::Usage { .. }
             | Event::Status { .. }
+            | Event::SwarmMode { .. }
             | Event::Warning { .. }
             | Event::Error { .. }
             // Answers to host ops, which print mode never sends.

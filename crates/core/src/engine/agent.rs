@@ -169,6 +169,10 @@ async fn dispatch(rt: Arc<Runtime>, mut ops: mpsc::UnboundedReceiver<Op>) {
                 }),
             },
             Op::ClearPlan => clear_plan(&rt),
+            Op::SetSwarmMode { enabled, trigger } => {
+                let idle = !is_running(&rt) && rt.shared().jobs.is_empty();
+                crate::swarm_mode::set(&rt, enabled, trigger, idle);
+            }
             Op::SetModel { alias } => rt.emit(Event::Warning {
                 message: format!("switching the model of a running session (to {alias}) is not available in this build yet; restart with -m {alias}"),
             }),

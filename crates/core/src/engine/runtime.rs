@@ -131,6 +131,8 @@ pub struct Shared {
     /// Fired when a steer arrives, so waits (WaitFor) can end early.
     pub steer_signal: CancellationToken,
     pub shutting_down: bool,
+    /// Swarm mode and what started it (`None` = off); see `crate::swarm_mode`.
+    pub swarm: Option<kimi_protocol::ops::SwarmTrigger>,
     /// Set when a journal append failed during the running turn: the turn was stopped (its
     /// token cancelled) and ends failed with this message instead of going on unjournaled.
     pub journal_failure: Option<String>,

@@ -154,6 +154,7 @@ pub async fn run_turn(rt: &Arc<Runtime>, prompt: Pending, cancel: CancellationTo
             Some(TurnEndReason::Blocked),
         ));
         rt.commit(records);
+        crate::swarm_mode::turn_ended(rt, &prompt.prompt_id);
         rt.emit(Event::TurnStarted { turn_id });
         set_phase(rt, TurnPhase::Failed);
         {
@@ -227,6 +228,7 @@ pub async fn run_turn(rt: &Arc<Runtime>, prompt: Pending, cancel: CancellationTo
         consume_steers(rt, turn_id);
         consume_task_notices(rt);
         crate::plan::reminders::inject(rt, &prompt.prompt_id);
+        crate::swarm_mode::sync(rt, Some(&prompt.prompt_id));
         step += 1;
         if let Some(max) = rt.config.max_steps_per_turn
             && max > 0
@@ -317,6 +319,8 @@ pub async fn run_turn(rt: &Arc<Runtime>, prompt: Pending, cancel: CancellationTo
     } else {
         TurnEndReason::Completed
     };
+    // A `/swarm <task>` or AgentSwarm-started swarm mode ends with its turn.
+    crate::swarm_mode::turn_ended(rt, &prompt.prompt_id);
     rt.commit(vec![
         rec::turn_ended(turn_id, reason, error.as_deref(), duration),
         rec::prompt(

@@ -160,6 +160,11 @@ impl SubagentHost {
         })
     }
 
+    /// The caller's runtime, while it lives.
+    pub(crate) fn caller(&self) -> Option<Arc<Runtime>> {
+        self.caller_runtime.get().and_then(Weak::upgrade)
+    }
+
     /// The caller's runtime, once it is spawned (a `fork` copies its context).
     pub fn attach_caller(&self, runtime: &Arc<Runtime>) {
         if self.caller_runtime.set(Arc::downgrade(runtime)).is_err() {

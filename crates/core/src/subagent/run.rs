@@ -242,11 +242,7 @@ impl SubagentHost {
     /// The caller's context as a fork seed: its messages, with the tool calls still running
     /// (this very `Agent` call among them) closed by an "outcome unknown" result.
     fn fork_seed(&self) -> Result<Vec<kimi_protocol::Message>, SubagentError> {
-        let caller = self
-            .caller_runtime
-            .get()
-            .and_then(std::sync::Weak::upgrade)
-            .ok_or(SubagentError::NoCallerContext)?;
+        let caller = self.caller().ok_or(SubagentError::NoCallerContext)?;
         let messages = caller.log().history().messages().to_vec();
         Ok(kimi_context::open_exchange::close_trailing_open_tool_exchange(&messages))
     }

@@ -437,6 +437,10 @@ impl Execution for SwarmExecution {
             Ok(cap) => cap,
             Err(err) => return ToolResult::error(SwarmError::from(err).to_string()),
         };
+        // Calling AgentSwarm enters swarm mode until the turn ends (surface.md §2.5).
+        if let Some(caller) = self.host.caller() {
+            crate::swarm_mode::enter_for_tool(&caller);
+        }
         let ramp = Ramp::new(self.members.len(), cap);
         let fates = run_members(&self.host, &self.members, &self.launch, ramp, &cancel).await;
         match report(&self.description, &self.members, &fates) {

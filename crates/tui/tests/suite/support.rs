@@ -36,6 +36,7 @@ pub fn info() -> SessionInfo {
         context_window: 200_000,
         permission_mode: PermissionMode::Manual,
         plan_mode: false,
+        swarm_mode: false,
     }
 }
 
