@@ -10,10 +10,10 @@ use anyhow::{Context, anyhow};
 use kimi_config::Config;
 use kimi_core::engine::runtime::ApproveAll;
 use kimi_core::permission::{PermissionState, load_rules};
-use kimi_core::subagent::{ModelPool, PoolModel};
 use kimi_core::session::{
     AgentChoice, OpenedSession, Resume, SessionSetup, latest_session, open_session,
 };
+use kimi_core::subagent::{ModelPool, PoolModel};
 use kimi_llm::config::LlmConfig;
 use kimi_llm::{ModelParams, Provider, RetryPolicy, build_provider};
 use kimi_protocol::ContentPart;

@@ -40,18 +40,20 @@ Plan mode compatibility: if plan mode is also active, plan mode's read-only cons
 - Distinct scopes only: never give two subagents the same or conflicting work. Read-only scopes may overlap slightly.
 - Subagents have your full capabilities: describe only the necessary background and each one's specific task. You do not need TodoList for this workflow.";
 
-const EXIT: &str = "Swarm mode is off. Use subagents (Agent or AgentSwarm) only when a task calls for them.";
+const EXIT: &str =
+    "Swarm mode is off. Use subagents (Agent or AgentSwarm) only when a task calls for them.";
 
 /// Which swarm reminder the conversation last received: `Some(true)` enter, `Some(false)`
 /// exit, `None` never.
 pub fn rendered(history: &[Message]) -> Option<bool> {
-    history.iter().rev().find_map(|m| {
-        match m.origin.as_ref()?.known()? {
+    history
+        .iter()
+        .rev()
+        .find_map(|m| match m.origin.as_ref()?.known()? {
             KnownOrigin::Injection { variant, .. } if variant == VARIANT_ENTER => Some(true),
             KnownOrigin::Injection { variant, .. } if variant == VARIANT_EXIT => Some(false),
             _ => None,
-        }
-    })
+        })
 }
 
 /// Whether `trigger` wants the enter reminder shown.

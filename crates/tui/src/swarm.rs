@@ -73,9 +73,15 @@ impl App {
         }
         if self.info.permission_mode == PermissionMode::Manual {
             let items = [
-                ("auto", "approve what reaches the permission chain; switch to auto mode"),
+                (
+                    "auto",
+                    "approve what reaches the permission chain; switch to auto mode",
+                ),
                 ("yolo", "approve regular tool calls; switch to yolo mode"),
-                ("manual", "stay in manual mode: every subagent asks for its tool calls"),
+                (
+                    "manual",
+                    "stay in manual mode: every subagent asks for its tool calls",
+                ),
             ]
             .into_iter()
             .map(|(value, detail)| PickerItem {

@@ -24,8 +24,8 @@ use crate::engine::hooks::EngineHooks;
 use crate::engine::runtime::{FrontLink, PermissionPolicy, Runtime};
 use crate::profile::{Profile, ProfileCatalog, PromptEnv};
 
-pub use ramp::MAX_CONCURRENCY_ENV;
 pub use pool::{ModelPool, PoolModel};
+pub use ramp::MAX_CONCURRENCY_ENV;
 pub use run::{Isolation, Launch, RunOutcome, RunStatus, Target};
 pub use swarm::{AgentSwarmTool, ITEM_PLACEHOLDER, MAX_SWARM_AGENTS, SwarmError, swarm_veto};
 pub use tool::AgentTool;

@@ -392,10 +392,7 @@ impl SubagentHost {
         };
         let mut input = prompt;
         if profile.git_context && restored.system_prompt.is_none() {
-            input = format!(
-                "{}{input}",
-                crate::profile::git_context(&cwd).await
-            );
+            input = format!("{}{input}", crate::profile::git_context(&cwd).await);
         }
         let mut status = follower.turn(input, &cancel).await;
         if status == RunStatus::Completed

@@ -263,7 +263,13 @@ async fn run_members(
                 }
                 running.push(async move {
                     let result = host
-                        .run_as(agent_id.clone(), member.target, member.prompt, launch, token)
+                        .run_as(
+                            agent_id.clone(),
+                            member.target,
+                            member.prompt,
+                            launch,
+                            token,
+                        )
                         .await;
                     (index, agent_id, result)
                 });

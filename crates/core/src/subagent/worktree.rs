@@ -56,10 +56,7 @@ impl WorktreeReport {
     /// The block the subagent's report carries.
     pub fn describe(&self) -> String {
         let short = &self.base[..self.base.len().min(12)];
-        let mut text = format!(
-            "worktree_branch: {}\nworktree_base: {short}\n",
-            self.branch
-        );
+        let mut text = format!("worktree_branch: {}\nworktree_base: {short}\n", self.branch);
         if self.diff_stat.trim().is_empty() {
             text.push_str("worktree_diff: (no changes)\n");
         } else {
@@ -82,7 +79,12 @@ impl WorktreeReport {
 /// Run git in `dir`; stdout on success.
 async fn git(dir: &Path, args: &[&str]) -> Result<String, WorktreeError> {
     let output = tokio::process::Command::new("git")
-        .args(["-c", "core.fsmonitor=false", "-c", "core.hooksPath=/dev/null"])
+        .args([
+            "-c",
+            "core.fsmonitor=false",
+            "-c",
+            "core.hooksPath=/dev/null",
+        ])
         .args(args)
         .current_dir(dir)
         .stdin(Stdio::null())
@@ -95,7 +97,9 @@ async fn git(dir: &Path, args: &[&str]) -> Result<String, WorktreeError> {
             message: format!("cannot run git: {err}; install git or run without `isolation`"),
         })?;
     if output.status.success() {
-        Ok(String::from_utf8_lossy(&output.stdout).trim_end().to_owned())
+        Ok(String::from_utf8_lossy(&output.stdout)
+            .trim_end()
+            .to_owned())
     } else {
         Err(WorktreeError::Git {
             command: args.join(" "),
@@ -243,7 +247,12 @@ impl Worktree {
         let mut args: Vec<&str> = Vec::new();
         let has_identity = git(&self.path, &["config", "user.email"]).await.is_ok();
         if !has_identity {
-            args.extend(["-c", "user.name=kimi-rs", "-c", "user.email=kimi-rs@localhost"]);
+            args.extend([
+                "-c",
+                "user.name=kimi-rs",
+                "-c",
+                "user.email=kimi-rs@localhost",
+            ]);
         }
         args.extend([
             "-c",
