@@ -26,6 +26,8 @@ mod questions;
 mod subagents;
 #[path = "engine/swarm.rs"]
 mod swarm;
+#[path = "engine/swarm_mode.rs"]
+mod swarm_mode;
 #[path = "engine/tasks.rs"]
 mod tasks;
 #[path = "engine/todos.rs"]
