@@ -6,4 +6,5 @@ mod extensions;
 mod inline;
 mod pty;
 mod support;
+mod swarm;
 mod turn;
