@@ -238,3 +238,35 @@ fn with_the_sandbox_on_file_tools_stay_in_its_roots_whatever_the_rules() {
         Verdict::Approve
     );
 }
+
+/// An isolated subagent's worktree lies in the session directory (inside kimi-rs's home): as
+/// that agent's workspace it is writable, its `.git` link and the rest of the home are not,
+/// and the caller's checkout is outside it.
+#[test]
+fn a_worktree_workspace_is_writable_inside_the_home_and_nothing_else_there_is() {
+    let mut fx = fixture(false);
+    let tree = fx.kimi_home.join("sessions/k/s1/worktrees/agent-0");
+    std::fs::create_dir_all(&tree).unwrap();
+    std::fs::write(
+        tree.join(".git"),
+        "gitdir: /nonexistent/.git/worktrees/agent-0\n",
+    )
+    .unwrap();
+    fx.ws = fx.ws.rebased(&tree, &tree);
+    let inside = verdict(
+        &fx,
+        PermissionMode::Auto,
+        &write(&fx, &tree.join("src/lib.rs")),
+        "",
+    );
+    assert_eq!(inside.verdict, Verdict::Approve, "{inside:?}");
+    for path in [
+        tree.join(".git"),
+        fx.kimi_home.join("sessions/k/s1/agents/agent-0/wire.jsonl"),
+        fx.kimi_home.join("config.toml"),
+        fx.project.join("src/main.rs"),
+    ] {
+        let d = verdict(&fx, PermissionMode::Auto, &write(&fx, &path), "");
+        assert_eq!(d.verdict, Verdict::Deny, "{path:?}: {d:?}");
+    }
+}

@@ -79,6 +79,10 @@ pub(super) fn launch_for(
     let isolation = isolation.unwrap_or_default();
     if isolation == Isolation::Worktree {
         super::worktree::repository_of(&host.base_ctx.cwd).map_err(|e| e.to_string())?;
+        // The OS sandbox keeps kimi-rs's home (where worktrees live) read-only for Bash.
+        if !host.base_ctx.settings.launcher.is_empty() {
+            return Err(super::worktree::WorktreeError::Sandboxed.to_string());
+        }
     }
     Ok(Launch {
         model,

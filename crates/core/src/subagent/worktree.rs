@@ -23,6 +23,10 @@ pub enum WorktreeError {
         "isolation \"worktree\" needs a commit to branch from, and the repository at {0} has none yet; commit once, or run without `isolation`"
     )]
     NoCommit(PathBuf),
+    #[error(
+        "isolation \"worktree\" is not available while the OS sandbox is on ([sandbox] mode = \"workspace-write\"): worktrees live in the session's directory, which the sandbox keeps read-only for Bash; run without `isolation`"
+    )]
+    Sandboxed,
     #[error("`git {command}` failed: {message}")]
     Git { command: String, message: String },
 }
