@@ -426,3 +426,35 @@ fn tui_toml_reports_unknown_unsupported_and_bad_types() {
     let bad = tui::TuiFile::parse("disable_paste_burst = \"yes\"\n", path);
     assert!(bad.diagnostics[0].is_error() && bad.diagnostics[0].line == Some(1));
 }
+
+#[test]
+fn the_subagent_model_pool_is_typed_and_its_unknown_keys_are_warned() {
+    let config = parse(
+        "[subagent]\nmodels = { cheap = \"fast searches\", tiny = \"\" }\ndefault_model = \"cheap\"\ndefualt_model = \"x\"\n",
+    );
+    assert_eq!(
+        config.subagent.pool(),
+        vec![
+            ("cheap".to_owned(), "fast searches".to_owned()),
+            ("tiny".to_owned(), String::new())
+        ]
+    );
+    assert_eq!(config.subagent.default_model.as_deref(), Some("cheap"));
+    let unknown: Vec<(String, Option<String>)> = config
+        .warnings()
+        .filter(|d| d.message.starts_with("unknown key"))
+        .map(|d| (d.key.clone(), d.suggestion.clone()))
+        .collect();
+    assert_eq!(
+        unknown,
+        vec![(
+            "subagent.defualt_model".to_owned(),
+            Some("default_model".to_owned())
+        )]
+    );
+    assert!(config.check().is_ok());
+    assert!(
+        parse("[subagent]\nmodels = \"cheap\"\n").check().is_err(),
+        "a pool that is not a table is an error"
+    );
+}
