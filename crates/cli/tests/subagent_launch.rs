@@ -4,6 +4,7 @@
 //! the caller's conversation), and `isolation: "worktree"` in a real git repository (two
 //! parallel agents editing one file each see only their own edit; both branches keep their
 //! commits; the main checkout is untouched; the worktrees are gone) and its refusal outside one.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod common;
 

@@ -167,7 +167,7 @@ mod tests {
         let mut history = vec![user.clone()];
         assert_eq!(rendered(&history), None);
         history.push(reminder(true, None));
-        history.push(user.clone());
+        history.push(user);
         assert_eq!(rendered(&history), Some(true));
         history.push(reminder(false, Some("p1")));
         assert_eq!(rendered(&history), Some(false));
