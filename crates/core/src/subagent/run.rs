@@ -310,7 +310,16 @@ impl SubagentHost {
         prompt_env.cwd.clone_from(&cwd);
         let system_prompt = match &restored.system_prompt {
             Some(text) => text.clone(),
-            None => render_profile_prompt(&profile, &prompt_env, false)?,
+            None => match render_profile_prompt(&profile, &prompt_env, false) {
+                Ok(text) => text,
+                Err(err) => {
+                    // Nothing ran in the worktree yet: it goes, its (empty) branch stays.
+                    if let Some(tree) = worktree {
+                        tree.finish(&launch.label).await;
+                    }
+                    return Err(err.into());
+                }
+            },
         };
         let agent_dir = journal
             .parent()

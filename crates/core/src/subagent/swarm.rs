@@ -497,7 +497,7 @@ impl Tool for AgentSwarmTool {
                     "additionalProperties": {"type": "string"},
                     "description": "Existing subagents to continue: agent_id -> the prompt that continues it. They start before the items."
                 },
-                "model": {"type": "string", "description": "The model every agent of the swarm runs on: an alias of the subagent model pool listed in this description, or \"primary\" for your own model. Omit for the pool's default."},
+                "model": {"type": "string", "description": "A subagent model pool alias (listed above) or \"primary\", for every agent."},
                 "isolation": super::tool::isolation_schema()
             },
             "required": ["description"],

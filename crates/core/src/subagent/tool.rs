@@ -54,7 +54,7 @@ pub(super) fn isolation_schema() -> Value {
     json!({
         "type": "string",
         "enum": ["none", "worktree"],
-        "description": "\"worktree\": run in a git worktree of its own on a new branch (kimi-rs/<session>/<agent_id>) from your HEAD, so its edits never touch your checkout or other agents'. When it ends, its changes are committed to that branch, the report names the branch and its diff summary, and the worktree is removed (the branch stays for you to review and merge). Only in a git repository. Default \"none\"."
+        "description": "\"worktree\": work in a git worktree and branch of its own, from your HEAD; its report names the branch and its diff. Git repositories only."
     })
 }
 
@@ -290,8 +290,8 @@ impl Tool for AgentTool {
                 "subagent_type": {"type": "string", "description": "The agent type to start (default coder). Not allowed with resume."},
                 "resume": {"type": "string", "description": "The agent_id of an earlier subagent of this session to continue with its history."},
                 "run_in_background": {"type": "boolean", "description": "Start the subagent as a background task and return at once; its report arrives as a message when it finishes (TaskOutput, WaitFor and TaskStop take the task id). Default false."},
-                "model": {"type": "string", "description": "The model the subagent runs on: an alias of the subagent model pool listed in this description, or \"primary\" for your own model. Omit for the pool's default."},
-                "fork": {"type": "boolean", "description": "Start the subagent from a copy of your conversation so far (same type and model as you) instead of an empty history; useful when the task needs context you already gathered. Not with resume, subagent_type or model. Default false."},
+                "model": {"type": "string", "description": "A subagent model pool alias (listed above) or \"primary\"."},
+                "fork": {"type": "boolean", "description": "Start from a copy of your conversation (your type and model). Not with resume, subagent_type or model."},
                 "isolation": isolation_schema()
             },
             "required": ["prompt", "description"],

@@ -6,8 +6,10 @@
 //! uncommitted is committed to its branch, the diff against the base is summarised for its
 //! report, and the worktree is removed; the branch stays for the caller to review and merge.
 //!
-//! Every git command runs with `core.fsmonitor` off and hooks pointed at nothing: isolating an
-//! agent must not run programs a repository's own configuration names.
+//! Every git command runs with `core.fsmonitor` off, hooks pointed at nothing, no external diff
+//! and the repository's content filters (smudge/clean/process drivers) replaced by `cat`:
+//! isolating an agent must not run programs a repository's own configuration names. (A filtered
+//! file, e.g. a Git LFS pointer, therefore stays in its stored form in the worktree.)
 
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
@@ -43,6 +45,8 @@ pub struct Worktree {
     pub base: String,
     /// The directory inside the worktree that matches the caller's working directory.
     pub cwd: PathBuf,
+    /// `-c` pairs neutralising the repository's content filters.
+    overrides: Vec<String>,
 }
 
 /// What the subagent's branch holds when it ended.
@@ -80,8 +84,12 @@ impl WorktreeReport {
     }
 }
 
-/// Run git in `dir`; stdout on success.
-async fn git(dir: &Path, args: &[&str]) -> Result<String, WorktreeError> {
+/// Run git in `dir` with `overrides` (`-c` pairs); stdout on success.
+async fn git_with(
+    dir: &Path,
+    overrides: &[String],
+    args: &[&str],
+) -> Result<String, WorktreeError> {
     let output = tokio::process::Command::new("git")
         .args([
             "-c",
@@ -89,6 +97,7 @@ async fn git(dir: &Path, args: &[&str]) -> Result<String, WorktreeError> {
             "-c",
             "core.hooksPath=/dev/null",
         ])
+        .args(overrides)
         .args(args)
         .current_dir(dir)
         .stdin(Stdio::null())
@@ -110,6 +119,42 @@ async fn git(dir: &Path, args: &[&str]) -> Result<String, WorktreeError> {
             message: String::from_utf8_lossy(&output.stderr).trim().to_owned(),
         })
     }
+}
+
+async fn git(dir: &Path, args: &[&str]) -> Result<String, WorktreeError> {
+    git_with(dir, &[], args).await
+}
+
+/// `-c` pairs that turn every content filter the repository configures into `cat`.
+async fn filter_overrides(repo: &Path) -> Vec<String> {
+    let listed = git(
+        repo,
+        &["config", "--name-only", "--get-regexp", r"^filter\."],
+    )
+    .await
+    .unwrap_or_default();
+    let mut names: Vec<&str> = listed
+        .lines()
+        .filter_map(|key| {
+            key.strip_prefix("filter.")?
+                .rsplit_once('.')
+                .map(|(n, _)| n)
+        })
+        .collect();
+    names.sort_unstable();
+    names.dedup();
+    names
+        .into_iter()
+        .flat_map(|name| {
+            [
+                format!("filter.{name}.smudge=cat"),
+                format!("filter.{name}.clean=cat"),
+                format!("filter.{name}.process="),
+                format!("filter.{name}.required=false"),
+            ]
+        })
+        .flat_map(|pair| ["-c".to_owned(), pair])
+        .collect()
 }
 
 /// The repository's top directory around `cwd`, or why there is none (checked before a call
@@ -153,6 +198,8 @@ impl Worktree {
     ) -> Result<Worktree, WorktreeError> {
         let repo = repository_of(cwd)?;
         let repo = PathBuf::from(git(&repo, &["rev-parse", "--show-toplevel"]).await?);
+        let overrides = filter_overrides(&repo).await;
+        let o = overrides.as_slice();
         let head = git(&repo, &["rev-parse", "--verify", "HEAD^{commit}"])
             .await
             .map_err(|_| WorktreeError::NoCommit(repo.clone()))?;
@@ -168,7 +215,7 @@ impl Worktree {
         // committed; uncommitted work of a crashed run is gone either way).
         if path.exists() {
             let shown = path.display().to_string();
-            let _ = git(&repo, &["worktree", "remove", "--force", &shown]).await;
+            let _ = git_with(&repo, o, &["worktree", "remove", "--force", &shown]).await;
             let _ = std::fs::remove_dir_all(&path);
             let _ = git(&repo, &["worktree", "prune"]).await;
         }
@@ -180,12 +227,12 @@ impl Worktree {
         .await
         .is_ok();
         let base = if exists {
-            git(&repo, &["worktree", "add", &shown, &branch]).await?;
+            git_with(&repo, o, &["worktree", "add", &shown, &branch]).await?;
             git(&repo, &["merge-base", "HEAD", &branch])
                 .await
                 .unwrap_or(head)
         } else {
-            git(&repo, &["worktree", "add", "-b", &branch, &shown, &head]).await?;
+            git_with(&repo, o, &["worktree", "add", "-b", &branch, &shown, &head]).await?;
             head
         };
         // The agent starts where the caller works, inside the worktree's copy of it.
@@ -203,6 +250,7 @@ impl Worktree {
             branch,
             base,
             cwd,
+            overrides,
         })
     }
 
@@ -216,16 +264,26 @@ impl Worktree {
                 self.path.display()
             ));
         }
-        let diff_stat = git(&self.repo, &["diff", "--stat", &self.base, &self.branch])
-            .await
-            .unwrap_or_else(|err| {
-                problems.push(err.to_string());
-                String::new()
-            });
+        let diff_stat = git_with(
+            &self.repo,
+            &self.overrides,
+            &["diff", "--no-ext-diff", "--stat", &self.base, &self.branch],
+        )
+        .await
+        .unwrap_or_else(|err| {
+            problems.push(err.to_string());
+            String::new()
+        });
         // Only a worktree whose work is safe on the branch is removed.
         if problems.is_empty() {
             let shown = self.path.display().to_string();
-            if let Err(err) = git(&self.repo, &["worktree", "remove", "--force", &shown]).await {
+            if let Err(err) = git_with(
+                &self.repo,
+                &self.overrides,
+                &["worktree", "remove", "--force", &shown],
+            )
+            .await
+            {
                 problems.push(format!("could not remove the worktree: {err}"));
             }
         }
@@ -242,11 +300,12 @@ impl Worktree {
     }
 
     async fn commit_leftovers(&self, message: &str) -> Result<(), WorktreeError> {
-        let status = git(&self.path, &["status", "--porcelain"]).await?;
+        let o = self.overrides.as_slice();
+        let status = git_with(&self.path, o, &["status", "--porcelain"]).await?;
         if status.trim().is_empty() {
             return Ok(());
         }
-        git(&self.path, &["add", "-A"]).await?;
+        git_with(&self.path, o, &["add", "-A"]).await?;
         // A repository without a configured identity still gets the agent's commit.
         let mut args: Vec<&str> = Vec::new();
         let has_identity = git(&self.path, &["config", "user.email"]).await.is_ok();
@@ -267,6 +326,98 @@ impl Worktree {
             "-m",
             message,
         ]);
-        git(&self.path, &args).await.map(|_| ())
+        git_with(&self.path, o, &args).await.map(|_| ())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::process::Command;
+
+    use super::*;
+
+    /// A repository whose own config names a smudge filter, a clean filter, an fsmonitor and a
+    /// post-checkout hook: making, committing and removing an agent's worktree runs none of
+    /// them, yet the agent's change lands on its branch.
+    #[tokio::test]
+    async fn a_worktree_runs_none_of_the_repositorys_programs() {
+        let dir = tempfile::tempdir().unwrap();
+        let repo = dir.path().join("repo");
+        let session = dir.path().join("session");
+        std::fs::create_dir_all(&repo).unwrap();
+        let marker = dir.path().join("ran");
+        let git = |args: &[&str]| {
+            let out = Command::new("git")
+                .args(args)
+                .current_dir(&repo)
+                .output()
+                .unwrap();
+            assert!(out.status.success(), "git {args:?}: {out:?}");
+        };
+        git(&["init", "-q", "-b", "main"]);
+        git(&["config", "user.name", "t"]);
+        git(&["config", "user.email", "t@example.invalid"]);
+        std::fs::write(repo.join(".gitattributes"), "*.txt filter=evil\n").unwrap();
+        std::fs::write(repo.join("a.txt"), "a\n").unwrap();
+        git(&["add", "-A"]);
+        git(&["commit", "-q", "-m", "init"]);
+        let run = format!("sh -c 'touch {}; cat'", marker.display());
+        git(&["config", "filter.evil.smudge", &run]);
+        git(&["config", "filter.evil.clean", &run]);
+        git(&[
+            "config",
+            "core.fsmonitor",
+            &format!("touch {}; false", marker.display()),
+        ]);
+        let hook = repo.join(".git/hooks/post-checkout");
+        std::fs::write(&hook, format!("#!/bin/sh\ntouch {}\n", marker.display())).unwrap();
+        std::fs::set_permissions(&hook, std::os::unix::fs::PermissionsExt::from_mode(0o755))
+            .unwrap();
+
+        let tree = Worktree::create(&repo, &session, "s1", "agent-0")
+            .await
+            .unwrap();
+        assert_eq!(tree.branch, "kimi-rs/s1/agent-0");
+        std::fs::write(tree.path.join("a.txt"), "a\nb\n").unwrap();
+        let path = tree.path.clone();
+        let report = tree.finish("agent-0: add b").await;
+        assert_eq!(report.problem, None);
+        assert!(report.diff_stat.contains("a.txt | 1 +"), "{report:?}");
+        assert!(!path.exists(), "the worktree was removed");
+        assert!(
+            !marker.exists(),
+            "kimi-rs ran a program the repository configured"
+        );
+
+        let show = Command::new("git")
+            .args(["show", "kimi-rs/s1/agent-0:a.txt"])
+            .current_dir(&repo)
+            .output()
+            .unwrap();
+        assert_eq!(String::from_utf8_lossy(&show.stdout), "a\nb\n");
+        // Control: git itself runs the repository's filter.
+        git(&["-c", "core.fsmonitor=false", "add", "--renormalize", "."]);
+        assert!(marker.exists(), "the fixture's filter never runs");
+    }
+
+    #[tokio::test]
+    async fn outside_a_repository_or_before_a_commit_the_reason_is_given() {
+        let dir = tempfile::tempdir().unwrap();
+        let err = Worktree::create(dir.path(), dir.path(), "s", "agent-0")
+            .await
+            .unwrap_err();
+        assert!(matches!(err, WorktreeError::NotARepository(_)), "{err}");
+        Command::new("git")
+            .args(["init", "-q"])
+            .current_dir(dir.path())
+            .status()
+            .unwrap();
+        let err = Worktree::create(dir.path(), &dir.path().join("s"), "s", "agent-0")
+            .await
+            .unwrap_err();
+        assert!(
+            err.to_string().contains("has none yet; commit once"),
+            "{err}"
+        );
     }
 }
