@@ -143,6 +143,17 @@ pub enum Command {
         #[arg(short = 'y', long = "yes")]
         yes: bool,
     },
+    /// Import a Kimi Code home: config.toml (merged), mcp.json, skills, agents, plugin
+    /// records and sessions (resumable with `kimi-rs -S <id>`). Safe to run again: what is
+    /// already there is skipped.
+    Import {
+        /// The Kimi Code home (default $KIMI_CODE_HOME, else ~/.kimi-code).
+        #[arg(long)]
+        from: Option<PathBuf>,
+        /// Also copy API keys, OAuth settings, secret env/header entries and stored logins.
+        #[arg(long)]
+        with_credentials: bool,
+    },
     /// Manage stored sessions.
     Sessions {
         #[command(subcommand)]
@@ -313,6 +324,22 @@ pub fn main() -> ExitCode {
                 }
             }
         }
+        Some(Command::Import {
+            from,
+            with_credentials,
+        }) => {
+            let request = crate::import::ImportRequest {
+                from,
+                with_credentials,
+            };
+            match crate::import::run(&request) {
+                Ok(code) => ExitCode::from(code),
+                Err(err) => {
+                    eprintln!("kimi-rs: {err:#}");
+                    ExitCode::FAILURE
+                }
+            }
+        }
         Some(Command::Sessions {
             command: SessionsCommand::Recover { session_id },
         }) => match crate::sessions::recover(&session_id) {
@@ -370,6 +397,7 @@ fn start_logging(cli: &Cli) -> Option<crate::logging::FlushGuard> {
         Some(Command::Doctor { .. }) => "doctor",
         Some(Command::Export { .. }) => "export",
         Some(Command::Sessions { .. }) => "sessions",
+        Some(Command::Import { .. }) => "import",
         Some(Command::Debug { .. }) => "debug",
         None if cli.run.prompt.is_some() => "print",
         None => "tui",
