@@ -3,6 +3,7 @@
 //! `kimi-rs -S <that id> -p …` resumes the session with the old prompt and tool result, the
 //! imported skill and the imported provider. `.ci/run` installs Kimi Code and sets
 //! `KIMI_CODE_BIN`; without it the test fails unless `KIMI_RS_SKIP_KIMI_CODE_TESTS=1`.
+#![allow(clippy::unwrap_used, clippy::expect_used)] // helpers outside #[test] fns count as tests here
 
 mod common;
 

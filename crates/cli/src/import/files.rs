@@ -254,3 +254,70 @@ fn restrict_tree(dir: &Path) {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn mcp_servers_merge_by_name_without_their_secrets() {
+        let from = tempfile::tempdir().unwrap();
+        let to = tempfile::tempdir().unwrap();
+        std::fs::write(
+            from.path().join("mcp.json"),
+            r#"{"mcpServers": {
+                "github": {"command": "gh-mcp", "env": {"GITHUB_TOKEN": "ghp_x", "LOG": "1"}},
+                "mine": {"url": "http://new"}
+            }}"#,
+        )
+        .unwrap();
+        std::fs::write(
+            to.path().join("mcp.json"),
+            r#"{"mcpServers": {"mine": {"url": "http://kept"}}, "other": true}"#,
+        )
+        .unwrap();
+        let mut report = Report::default();
+        import_mcp(from.path(), to.path(), false, &mut report);
+        let merged: Value =
+            serde_json::from_slice(&std::fs::read(to.path().join("mcp.json")).unwrap()).unwrap();
+        assert_eq!(merged["mcpServers"]["mine"]["url"], "http://kept");
+        assert_eq!(merged["mcpServers"]["github"]["env"]["LOG"], "1");
+        assert!(
+            merged["mcpServers"]["github"]["env"]
+                .get("GITHUB_TOKEN")
+                .is_none()
+        );
+        assert_eq!(merged["other"], true);
+        let text = report.render();
+        assert!(text.contains("imported mcp.json server github"), "{text}");
+        assert!(text.contains("skipped  mcp.json server mine"), "{text}");
+        assert!(text.contains("mcp.json github.env.GITHUB_TOKEN"), "{text}");
+
+        // Again: nothing new.
+        let mut again = Report::default();
+        import_mcp(from.path(), to.path(), false, &mut again);
+        assert_eq!(again.imported_count(), 0, "{}", again.render());
+    }
+
+    #[test]
+    fn entries_already_there_are_not_overwritten() {
+        let from = tempfile::tempdir().unwrap();
+        let to = tempfile::tempdir().unwrap();
+        for (dir, body) in [(from.path(), "theirs"), (to.path(), "mine")] {
+            std::fs::create_dir_all(dir.join("agents")).unwrap();
+            std::fs::write(dir.join("agents/reviewer.md"), body).unwrap();
+        }
+        std::fs::write(from.path().join("agents/writer.md"), "new").unwrap();
+        let mut report = Report::default();
+        import_entries(from.path(), to.path(), "agents", &mut report);
+        assert_eq!(
+            std::fs::read_to_string(to.path().join("agents/reviewer.md")).unwrap(),
+            "mine"
+        );
+        assert_eq!(
+            std::fs::read_to_string(to.path().join("agents/writer.md")).unwrap(),
+            "new"
+        );
+        assert_eq!((report.imported_count(), report.skipped_count()), (1, 1));
+    }
+}
