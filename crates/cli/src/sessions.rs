@@ -194,7 +194,7 @@ pub fn parse_size(text: &str) -> Option<u64> {
         "t" | "tb" => 1 << 40,
         _ => return None,
     };
-    (n.is_finite() && n >= 0.0).then(|| (n * factor as f64) as u64)
+    (n.is_finite() && n >= 0.0).then_some((n * factor as f64) as u64)
 }
 
 /// What `sessions prune` removes.
