@@ -24,6 +24,7 @@ pub enum Command {
     Tasks,
     Mcp,
     Title,
+    Fork,
     Usage,
     Status,
     ExportMd,
@@ -128,6 +129,13 @@ pub const COMMANDS: &[CommandSpec] = &[
         &["rename"],
         Always,
         "show or set the title [text]",
+    ),
+    spec(
+        Command::Fork,
+        "fork",
+        &[],
+        Idle,
+        "copy this session into a new one to resume later",
     ),
     spec(
         Command::Usage,

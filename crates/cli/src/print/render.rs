@@ -221,7 +221,8 @@ impl<O: Write, E: Write> TurnWriter for TextWriter<O, E> {
             | Event::TaskOutput { .. }
             | Event::ShellOutput { .. }
             | Event::McpStatus { .. }
-        | Event::SessionTitle { .. } => Ok(()),
+        | Event::SessionTitle { .. }
+        | Event::SessionForked { .. } => Ok(()),
         }
     }
 
@@ -404,7 +405,8 @@ impl<O: Write> TurnWriter for JsonWriter<O> {
             | Event::TaskOutput { .. }
             | Event::ShellOutput { .. }
             | Event::McpStatus { .. }
-        | Event::SessionTitle { .. } => Ok(()),
+        | Event::SessionTitle { .. }
+        | Event::SessionForked { .. } => Ok(()),
         }
     }
 
