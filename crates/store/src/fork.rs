@@ -1,7 +1,7 @@
 //! Forking a session (`/fork`, `Op::Fork`): a copy under a new id in the same working
 //! directory, with every agent's journal and files (plans) as they are now, and `forkedFrom`
 //! naming the original. Background tasks, logs and lock files stay with the original. The copy
-//! is assembled in a hidden folder and renamed into place, so a failure leaves no half session.
+//! is assembled in `<home>/.staging/` and renamed into place, so a failure leaves no half session.
 
 use std::path::Path;
 
@@ -35,7 +35,12 @@ impl SessionStore {
     pub fn fork(&self, source: &Session) -> Result<Session> {
         let id = new_session_id();
         let parent = self.home().sessions_dir().join(&source.workdir_key);
-        let staging = parent.join(format!(".fork-{id}"));
+        // Outside `sessions/`, so a failed fork leaves nothing a session scan would list.
+        let staging = self
+            .home()
+            .root()
+            .join(".staging")
+            .join(format!("fork-{id}"));
         let dir = parent.join(&id);
         let result = (|| {
             copy_dir(&source.dir.join("agents"), &staging.join("agents"))?;

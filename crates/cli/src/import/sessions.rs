@@ -1,8 +1,8 @@
 //! Importing Kimi Code sessions: each `sessions/<wd>/<id>/` becomes a kimi-rs session under
 //! the same id, filed under kimi-rs's key for the same working directory, so `kimi-rs -S <id>`
 //! in that directory resumes it. Journals are translated (`journal.rs`); the original files
-//! are kept in the session's `kimi-code/` folder. A session is assembled in a hidden folder
-//! and renamed into place, so an interrupted import leaves nothing that looks imported.
+//! are kept in the session's `kimi-code/` folder. A session is assembled in `.staging/` and
+//! renamed into place, so an interrupted import leaves nothing that looks imported.
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
@@ -125,11 +125,12 @@ fn import_one(found: &Found, store: &SessionStore) -> anyhow::Result<String> {
     };
     let key = workdir_key(Path::new(cwd));
     let dir = store.home().session_dir(&key, &found.id);
+    // Outside `sessions/`, so a crash mid-import leaves nothing a session scan would list.
     let staging = store
         .home()
-        .sessions_dir()
-        .join(&key)
-        .join(format!(".import-{}", found.id));
+        .root()
+        .join(".staging")
+        .join(format!("import-{}", found.id));
     if staging.exists() {
         std::fs::remove_dir_all(&staging)
             .with_context(|| format!("removing the unfinished import {}", staging.display()))?;
@@ -142,6 +143,10 @@ fn import_one(found: &Found, store: &SessionStore) -> anyhow::Result<String> {
             return Err(err);
         }
     };
+    if let Some(parent) = dir.parent() {
+        std::fs::create_dir_all(parent)
+            .with_context(|| format!("creating {}", parent.display()))?;
+    }
     std::fs::rename(&staging, &dir)
         .with_context(|| format!("moving {} to {}", staging.display(), dir.display()))?;
     // Opening each journal the way a resume does proves kimi-rs can read what was written.
