@@ -143,10 +143,28 @@ pub enum Command {
         #[arg(short = 'y', long = "yes")]
         yes: bool,
     },
-    /// Manage stored sessions.
+    /// Import a Kimi Code home: config.toml (merged), mcp.json, skills, agents, plugin
+    /// records and sessions (resumable with `kimi-rs -S <id>`). Safe to run again: what is
+    /// already there is skipped.
+    Import {
+        /// The Kimi Code home (default $KIMI_CODE_HOME, else ~/.kimi-code).
+        #[arg(long)]
+        from: Option<PathBuf>,
+        /// Also copy API keys, OAuth settings, secret env/header entries and stored logins.
+        #[arg(long)]
+        with_credentials: bool,
+    },
+    /// List stored sessions (this directory's; `--all` for every directory's), or manage
+    /// them with a subcommand.
     Sessions {
+        /// List the sessions of every directory, with their directories.
+        #[arg(long)]
+        all: bool,
+        /// Print the list as JSON.
+        #[arg(long)]
+        json: bool,
         #[command(subcommand)]
-        command: SessionsCommand,
+        command: Option<SessionsCommand>,
     },
     /// Developer tools.
     Debug {
@@ -177,6 +195,31 @@ pub enum SessionsCommand {
         /// The session id (the directory name under $KIMI_RS_HOME/sessions/*/).
         session_id: String,
     },
+    /// Remove sessions not updated for a while and/or the oldest ones until the total size
+    /// fits. Sessions open in a running kimi-rs are kept.
+    Prune {
+        /// Remove sessions not updated within this age (`30d`, `12h`, `2w`; a bare number is
+        /// days).
+        #[arg(long, value_parser = parse_age_arg)]
+        older_than: Option<std::time::Duration>,
+        /// Then remove the oldest sessions until all together take at most this much
+        /// (`500M`, `2G`).
+        #[arg(long, value_parser = parse_size_arg)]
+        max_total_size: Option<u64>,
+        /// Only list what would be removed.
+        #[arg(long)]
+        dry_run: bool,
+    },
+}
+
+fn parse_age_arg(text: &str) -> Result<std::time::Duration, String> {
+    crate::sessions::parse_age(text)
+        .ok_or_else(|| format!("{text:?} is not an age; write e.g. 30d, 12h, 2w or 90m"))
+}
+
+fn parse_size_arg(text: &str) -> Result<u64, String> {
+    crate::sessions::parse_size(text)
+        .ok_or_else(|| format!("{text:?} is not a size; write e.g. 500M, 2G or 100K"))
 }
 
 #[derive(Debug, Subcommand)]
@@ -313,15 +356,46 @@ pub fn main() -> ExitCode {
                 }
             }
         }
-        Some(Command::Sessions {
-            command: SessionsCommand::Recover { session_id },
-        }) => match crate::sessions::recover(&session_id) {
-            Ok(()) => ExitCode::SUCCESS,
-            Err(err) => {
-                eprintln!("kimi-rs: {err:#}");
-                ExitCode::FAILURE
+        Some(Command::Import {
+            from,
+            with_credentials,
+        }) => {
+            let request = crate::import::ImportRequest {
+                from,
+                with_credentials,
+            };
+            match crate::import::run(&request) {
+                Ok(code) => ExitCode::from(code),
+                Err(err) => {
+                    eprintln!("kimi-rs: {err:#}");
+                    ExitCode::FAILURE
+                }
             }
-        },
+        }
+        Some(Command::Sessions { all, json, command }) => {
+            let result = match command {
+                Some(SessionsCommand::Recover { session_id }) => {
+                    crate::sessions::recover(&session_id)
+                }
+                Some(SessionsCommand::Prune {
+                    older_than,
+                    max_total_size,
+                    dry_run,
+                }) => crate::sessions::prune(&crate::sessions::PruneRequest {
+                    older_than,
+                    max_total_size,
+                    dry_run,
+                }),
+                None => crate::sessions::list(all, json),
+            };
+            match result {
+                Ok(()) => ExitCode::SUCCESS,
+                Err(err) => {
+                    eprintln!("kimi-rs: {err:#}");
+                    ExitCode::FAILURE
+                }
+            }
+        }
         Some(Command::Sandbox { status: true, .. }) => sandbox_status(),
         Some(Command::Sandbox {
             status: false,
@@ -370,6 +444,7 @@ fn start_logging(cli: &Cli) -> Option<crate::logging::FlushGuard> {
         Some(Command::Doctor { .. }) => "doctor",
         Some(Command::Export { .. }) => "export",
         Some(Command::Sessions { .. }) => "sessions",
+        Some(Command::Import { .. }) => "import",
         Some(Command::Debug { .. }) => "debug",
         None if cli.run.prompt.is_some() => "print",
         None => "tui",

@@ -328,6 +328,8 @@ async fn next_mcp_update(
 
 pub fn run(args: &RunArgs) -> anyhow::Result<u8> {
     let home = kimi_store::home_from_env()?;
+    // Before the config is read: an accepted import may bring the model to use.
+    crate::import::offer::offer_on_terminal(&home);
     let cwd = std::env::current_dir().context("cannot read the current directory")?;
     let pick = args.session.as_deref() == Some("");
     let resume = match (&args.session, args.continue_session) {

@@ -10,6 +10,7 @@ pub mod doctor;
 pub mod export;
 pub mod extensions;
 pub mod hosted;
+pub mod import;
 pub mod interactive;
 pub mod logging;
 pub mod print;

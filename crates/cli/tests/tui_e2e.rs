@@ -567,6 +567,63 @@ async fn a_steer_typed_while_a_tool_runs_survives_kill_9_and_reaches_the_model_o
     assert!(server.pairing_violations().is_empty());
 }
 
+/// The first interactive start with a Kimi Code home (`~/.kimi-code`) and nothing imported asks,
+/// before the UI starts, whether to import it; the answer is remembered and not asked again.
+#[test]
+fn first_start_offers_the_kimi_code_import_once() {
+    let work = tempfile::tempdir().unwrap();
+    let home = tempfile::tempdir().unwrap();
+    // The harness sets HOME to the kimi-rs home, so Kimi Code's default home is inside it.
+    let kimi_code = home.path().join(".kimi-code");
+    let skill = kimi_code.join("skills/greet");
+    std::fs::create_dir_all(&skill).unwrap();
+    std::fs::write(
+        skill.join("SKILL.md"),
+        "---\nname: greet\ndescription: Greets the user warmly.\n---\nSay hello.\n",
+    )
+    .unwrap();
+    std::fs::write(
+        kimi_code.join("config.toml"),
+        "[providers.p]\ntype = \"openai\"\napi_key = \"sk-secret\"\n",
+    )
+    .unwrap();
+
+    let mut s = Session::spawn(work.path(), home.path(), "http://127.0.0.1:9", &[]);
+    s.wait_for("the import offer", |t| {
+        t.contains("Found a Kimi Code home") && t.contains("[y/N]")
+    });
+    s.send(b"y\r");
+    s.wait_for("the credentials question", |t| {
+        t.contains("Also copy API keys")
+    });
+    s.send(b"\r");
+    s.wait_for("the prompt after the import", |t| {
+        t.contains("ask anything")
+    });
+    s.send(b"\x04");
+    let (status, _) = s.wait_exit("Ctrl-D");
+    assert!(status.success(), "{status}");
+    assert!(home.path().join("skills/greet/SKILL.md").is_file());
+    let config = std::fs::read_to_string(home.path().join("config.toml")).unwrap();
+    assert!(
+        config.contains("[providers.p]") && !config.contains("sk-secret"),
+        "{config}"
+    );
+    let marker: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(home.path().join("kimi-code-import.json")).unwrap())
+            .unwrap();
+    assert_eq!(marker["offer"]["answer"], "yes", "{marker}");
+    assert_eq!(marker["lastImport"]["failed"], 0, "{marker}");
+
+    // Asked once: the next start goes straight to the prompt.
+    let mut s = Session::spawn(work.path(), home.path(), "http://127.0.0.1:9", &[]);
+    let screen = s.wait_for("the prompt", |t| t.contains("ask anything"));
+    assert!(!screen.contains("Found a Kimi Code home"), "{screen}");
+    s.send(b"\x04");
+    let (status, _) = s.wait_exit("Ctrl-D");
+    assert!(status.success(), "{status}");
+}
+
 /// The main agent's journal under `sessions/`.
 fn find_journal(dir: &Path) -> Option<std::path::PathBuf> {
     for entry in std::fs::read_dir(dir).ok()?.flatten() {

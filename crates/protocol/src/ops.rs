@@ -148,6 +148,9 @@ pub enum Op {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         title: Option<String>,
     },
+    /// Copy this session, as it is now, into a new one (`/fork`); refused while a turn runs.
+    /// Answered with `Event::SessionForked`.
+    Fork,
 }
 
 impl Op {
@@ -162,6 +165,7 @@ impl Op {
                 | Op::Shell { .. }
                 | Op::McpStatus
                 | Op::SetTitle { .. }
+                | Op::Fork
         )
     }
 }
@@ -357,6 +361,15 @@ pub enum Event {
     SessionTitle {
         title: Option<String>,
         changed: bool,
+    },
+    /// `Op::Fork` made `session_id`, a copy of the asking session, in `cwd`.
+    #[serde(rename = "session.forked")]
+    SessionForked {
+        session_id: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        cwd: Option<String>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        title: Option<String>,
     },
 }
 

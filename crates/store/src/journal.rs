@@ -176,6 +176,19 @@ fn repair_tail(
 }
 
 impl Journal {
+    /// Whether a process holds the journal at `path` open (its lock file is locked), so that
+    /// maintenance (pruning) can leave a session in use alone.
+    pub fn is_in_use(path: &Path) -> bool {
+        let Ok(lock) = std::fs::OpenOptions::new()
+            .write(true)
+            .open(lock_path(path))
+        else {
+            // No lock file: never opened, or its directory is gone; nobody holds it.
+            return false;
+        };
+        matches!(lock.try_lock(), Err(std::fs::TryLockError::WouldBlock))
+    }
+
     /// Open (creating if needed) the journal at `path`, repair it, read and migrate it.
     pub fn open(path: &Path, options: JournalOptions) -> Result<(Journal, JournalRead)> {
         let (lock, file, bytes) = Self::lock_and_read(path)?;

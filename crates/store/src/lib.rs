@@ -8,6 +8,7 @@
 pub mod envelope;
 pub mod error;
 mod fast_replay;
+mod fork;
 pub mod fsutil;
 pub mod home;
 pub mod index;

@@ -601,6 +601,22 @@ impl App {
                     self.notice(NoticeLevel::Info, format!("title: {title}"));
                 }
             }
+            Event::SessionForked {
+                session_id, cwd, ..
+            } => {
+                let resume = match cwd {
+                    Some(cwd) if self.workdir.as_deref() != Some(std::path::Path::new(&cwd)) => {
+                        format!("cd {cwd} && kimi-rs -S {session_id}")
+                    }
+                    _ => format!("kimi-rs -S {session_id}"),
+                };
+                self.notice(
+                    NoticeLevel::Info,
+                    format!(
+                        "Forked this session into {session_id}; this one goes on here. Resume the fork with: {resume}"
+                    ),
+                );
+            }
         }
     }
 

@@ -25,6 +25,7 @@ pub enum Command {
     Tasks,
     Mcp,
     Title,
+    Fork,
     Usage,
     Status,
     ExportMd,
@@ -129,6 +130,13 @@ pub const COMMANDS: &[CommandSpec] = &[
         &["rename"],
         Always,
         "show or set the title [text]",
+    ),
+    spec(
+        Command::Fork,
+        "fork",
+        &[],
+        Idle,
+        "copy this session into a new one to resume later",
     ),
     spec(
         Command::Usage,

@@ -432,6 +432,7 @@ impl App {
             }
             Command::Mcp => self.op(Op::McpStatus),
             Command::Title => self.op(Op::SetTitle { title: arg }),
+            Command::Fork => self.op(Op::Fork),
             Command::Usage => {
                 let u = self.session_usage;
                 let window = self.info.context_window;

@@ -196,6 +196,7 @@ pub fn convert(event: &Event) -> Option<(&'static str, Value, bool)> {
         Event::Warning { message } => durable("warning", json!({"message": message})),
         Event::Error { message } => durable("error", json!({"message": message})),
         Event::SwarmMode { .. } => volatile("swarm_mode.updated", payload_of(event)),
+        Event::SessionForked { .. } => durable("session.forked", payload_of(event)),
         // Answers to host ops, which this server's clients do not send (sessions are listed
         // over REST).
         Event::SessionList { .. }

@@ -222,7 +222,8 @@ impl<O: Write, E: Write> TurnWriter for TextWriter<O, E> {
             | Event::TaskOutput { .. }
             | Event::ShellOutput { .. }
             | Event::McpStatus { .. }
-        | Event::SessionTitle { .. } => Ok(()),
+        | Event::SessionTitle { .. }
+        | Event::SessionForked { .. } => Ok(()),
         }
     }
 
@@ -406,7 +407,8 @@ impl<O: Write> TurnWriter for JsonWriter<O> {
             | Event::TaskOutput { .. }
             | Event::ShellOutput { .. }
             | Event::McpStatus { .. }
-        | Event::SessionTitle { .. } => Ok(()),
+        | Event::SessionTitle { .. }
+        | Event::SessionForked { .. } => Ok(()),
         }
     }
 

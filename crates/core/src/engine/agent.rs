@@ -182,7 +182,8 @@ async fn dispatch(rt: Arc<Runtime>, mut ops: mpsc::UnboundedReceiver<Op>) {
             | Op::TaskOutput { .. }
             | Op::Shell { .. }
             | Op::McpStatus
-            | Op::SetTitle { .. }) => rt.emit(Event::Error {
+            | Op::SetTitle { .. }
+            | Op::Fork) => rt.emit(Event::Error {
                 message: format!(
                     "{op:?} is answered by the session host (kimi_core::host::SessionHost), not by the agent; send it through the host"
                 ),

@@ -109,6 +109,10 @@ pub(super) async fn answer(ctx: &Context<'_>, op: Op) {
                 }
             }
         },
+        Op::Fork => match fork(ctx) {
+            Ok(event) => rt.emit(event),
+            Err(message) => rt.emit(Event::Error { message }),
+        },
         other => rt.emit(Event::Error {
             message: format!("the session host does not answer {other:?}; send it to the agent"),
         }),
@@ -128,6 +132,35 @@ fn sessions(
     let mut list = ctx.host.list_sessions(Some(ctx.cwd))?;
     list.retain(|s| !s.archived && (all || s.this_dir) && !(empty && &s.id == current));
     Ok(list)
+}
+
+/// Copy the asking session into a new one. Only between turns: a turn still appending to
+/// the journal would leave the copy with half of it.
+fn fork(ctx: &Context<'_>) -> Result<Event, String> {
+    let rt = ctx.handle.runtime();
+    if !matches!(rt.snapshot(), kimi_protocol::ops::AgentStatus::Idle { .. }) {
+        return Err("a turn is running; wait for it to end (or cancel it), then fork".to_owned());
+    }
+    let store = kimi_store::SessionStore::new(kimi_store::Home::new(ctx.host.home()));
+    let id = &rt.config.session_id;
+    let key = store.locate(id).ok_or_else(|| {
+        format!(
+            "session {id} has no directory under {}; nothing to fork",
+            ctx.host.home().display()
+        )
+    })?;
+    let source = store
+        .open(&key, id)
+        .map_err(|err| format!("cannot read session {id}: {err}"))?;
+    let fork = store
+        .fork(&source)
+        .map_err(|err| format!("cannot fork session {id}: {err}"))?;
+    tracing::info!(from = %id, to = %fork.state.id, "session forked");
+    Ok(Event::SessionForked {
+        session_id: fork.state.id,
+        cwd: fork.state.cwd,
+        title: fork.state.title,
+    })
 }
 
 fn tasks(ctx: &Context<'_>) -> Vec<TaskSummary> {

@@ -215,6 +215,31 @@ async fn the_host_answers_session_listing_titles_tasks_shell_and_mcp_status_as_e
         }
     );
 
+    // A fork: a copy under a new id in the same directory, with the conversation so far.
+    host.send(&a_id, Op::Fork).await.unwrap();
+    let Event::SessionForked {
+        session_id: fork_id,
+        cwd,
+        title,
+    } = next(&mut a, |e| matches!(e, Event::SessionForked { .. })).await
+    else {
+        unreachable!()
+    };
+    assert_ne!(fork_id, a_id);
+    assert_eq!(title.as_deref(), Some("Parser work (fork)"));
+    assert_eq!(cwd.as_deref(), Some(dirs.cwd().to_str().unwrap()));
+    let forked = host.session(&fork_id).unwrap().unwrap();
+    assert_eq!(forked.title.as_deref(), Some("Parser work (fork)"));
+    let store = kimi_store::SessionStore::new(kimi_store::Home::new(host.home()));
+    let journal = |id: &str| {
+        let key = store.locate(id).unwrap();
+        std::fs::read_to_string(store.open(&key, id).unwrap().journal_path("main")).unwrap()
+    };
+    assert!(
+        journal(&fork_id).contains("\"hello\""),
+        "the fork has the first prompt"
+    );
+
     // Background tasks: listed, their output read, stopped.
     run(&host, &mut a, "start the long job").await;
     let renamed = host.session(&a_id).unwrap().unwrap();
