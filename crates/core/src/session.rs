@@ -437,6 +437,11 @@ pub fn open_session(setup: SessionSetup) -> Result<OpenedSession, SessionError> 
     // The main agent's link to its front ends, made first: the subagent host and the question
     // broker hold it from construction.
     let (link, events) = FrontLink::new();
+    let goals = Arc::new(
+        crate::goal::GoalService::new(restored.goal.clone(), link.events()).with_queue(
+            crate::goal::queue::GoalQueue::for_workspace(&setup.home, &setup.cwd),
+        ),
+    );
     let subagents = SubagentHost::new(HostParts {
         session: session.clone(),
         prompt_env,
@@ -475,6 +480,7 @@ pub fn open_session(setup: SessionSetup) -> Result<OpenedSession, SessionError> 
             setup.extensions.late_tools.as_ref(),
             &subagents,
             &plan,
+            &goals,
             cron.as_ref(),
             &setup.config.tools,
         )),
@@ -486,6 +492,7 @@ pub fn open_session(setup: SessionSetup) -> Result<OpenedSession, SessionError> 
             session: std::sync::Mutex::new(session.clone()),
         })),
         plan: Some(plan.clone()),
+        goal: Some(goals.clone()),
         compaction,
     };
     let queued = restored.queued_prompts.clone();
@@ -501,6 +508,9 @@ pub fn open_session(setup: SessionSetup) -> Result<OpenedSession, SessionError> 
             &system_prompt,
         )]);
     }
+    // Nobody drives a goal that was running when the session stopped: it comes back paused.
+    let goal_records = goals.normalize_after_resume();
+    agent.handle.runtime().commit(goal_records);
     if start_in_plan
         && !plan.is_active()
         && let (_, Some(record)) = plan.enter(false)
@@ -596,6 +606,7 @@ fn main_registry(
     late_tools: Option<&kimi_tools::LateTools>,
     subagents: &Arc<SubagentHost>,
     plan: &Arc<PlanMode>,
+    goals: &Arc<crate::goal::GoalService>,
     cron: Option<&Arc<CronService>>,
     allowed: &kimi_config::Tools,
 ) -> kimi_tools::ToolRegistry {
@@ -607,6 +618,9 @@ fn main_registry(
     all.register(crate::subagent::AgentSwarmTool::shared(subagents));
     all.register(Arc::new(EnterPlanModeTool::new(plan.clone())));
     all.register(Arc::new(ExitPlanModeTool::new(plan.clone())));
+    for tool in crate::goal::tools::goal_tools(goals) {
+        all.register(tool);
+    }
     if let Some(cron) = cron {
         all.register(Arc::new(CronCreateTool::new(cron.clone())));
         all.register(Arc::new(CronListTool::new(cron.clone())));

@@ -123,6 +123,14 @@ pub struct App {
     pub(crate) retry: Option<RetryStatus>,
     /// MCP servers still connecting (shown in the footer while non-zero).
     pub(crate) mcp_connecting: usize,
+    /// The session's goal (the goal strip), from `goal.updated`.
+    pub(crate) goal: Option<kimi_protocol::host::GoalSnapshot>,
+    /// The workspace's goal queue as last listed.
+    pub(crate) goal_queue: Vec<kimi_protocol::host::QueuedGoal>,
+    /// `/goal status` asked: show the next snapshot.
+    pub(crate) goal_status_wanted: bool,
+    /// `/goal next manage` asked: show the next queue listing.
+    pub(crate) goal_queue_wanted: bool,
     actions: Vec<UiAction>,
     pub(crate) should_exit: bool,
 }
@@ -167,6 +175,10 @@ impl App {
             hint: None,
             retry: None,
             mcp_connecting: 0,
+            goal: None,
+            goal_queue: Vec::new(),
+            goal_status_wanted: false,
+            goal_queue_wanted: false,
             actions: Vec::new(),
             should_exit: false,
         };
@@ -590,6 +602,8 @@ impl App {
                 is_error,
             }),
             Event::McpStatus { status } => self.push(CellKind::Mcp(status)),
+            Event::GoalUpdated { goal, change } => self.goal_updated(goal, change),
+            Event::GoalQueue { goals } => self.goal_queue_listed(goals),
             Event::SessionTitle { title, changed } => {
                 self.info.title = title.clone().unwrap_or_default();
                 if !changed {

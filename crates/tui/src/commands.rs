@@ -19,6 +19,7 @@ pub enum Command {
     Auto,
     Permission,
     Plan,
+    Goal,
     Compact,
     Undo,
     Tasks,
@@ -99,6 +100,13 @@ pub const COMMANDS: &[CommandSpec] = &[
         &[],
         Always,
         "toggle plan mode [on|off], or empty the plan file [clear]",
+    ),
+    spec(
+        Command::Goal,
+        "goal",
+        &[],
+        Always,
+        "goal mode: <objective> | status | pause | resume | cancel | replace | next",
     ),
     spec(
         Command::Compact,

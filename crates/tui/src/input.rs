@@ -417,6 +417,7 @@ impl App {
                 };
                 self.set_plan(enabled);
             }
+            Command::Goal => self.goal_command(args),
             Command::Compact => self.op(Op::Compact { instruction: arg }),
             Command::Undo => match args.parse::<u32>() {
                 Ok(count) if count > 0 => self.op(Op::Undo { count }),

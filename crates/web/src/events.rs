@@ -195,6 +195,8 @@ pub fn convert(event: &Event) -> Option<(&'static str, Value, bool)> {
         Event::Status { status } => volatile("agent.status.updated", json!({"status": status})),
         Event::Warning { message } => durable("warning", json!({"message": message})),
         Event::Error { message } => durable("error", json!({"message": message})),
+        Event::GoalUpdated { .. } => durable("goal.updated", payload_of(event)),
+        Event::GoalQueue { .. } => volatile("goal.queue", payload_of(event)),
         // Answers to host ops, which this server's clients do not send (sessions are listed
         // over REST).
         Event::SessionList { .. }
