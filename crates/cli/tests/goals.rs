@@ -175,11 +175,11 @@ fn a_one_turn_budget_blocks_the_goal_and_nothing_runs_after_it() {
     );
     assert_eq!(fx.requests().len(), 1, "the turn ended with the budget");
     let journal = fx.journal(&fx.session_ids()[0]);
-    let results: Vec<&Value> = journal
+    let results = journal
         .iter()
         .filter(|r| r["type"] == "context.append_loop_event" && r["event"]["type"] == "tool.result")
-        .collect();
-    assert_eq!(results.len(), 2, "both calls got results");
+        .count();
+    assert_eq!(results, 2, "both calls got results");
     let blocked = goal_records(&journal)
         .into_iter()
         .find(|r| r["status"] == "blocked")

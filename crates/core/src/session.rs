@@ -466,6 +466,9 @@ pub fn open_session(setup: SessionSetup) -> Result<OpenedSession, SessionError> 
     ctx.questions = Some(crate::engine::questions::QuestionBroker::host(
         link.events(),
     ));
+    // The goal tools belong to the main agent only (subagents got `extension_tools` above).
+    let mut main_tools = extension_tools.clone();
+    main_tools.extend(crate::goal::tools::goal_tools(&goals));
     let config = AgentConfig {
         session_id: session.state.id.clone(),
         system_prompt: system_prompt.clone(),
@@ -476,11 +479,10 @@ pub fn open_session(setup: SessionSetup) -> Result<OpenedSession, SessionError> 
         retry: setup.retry,
         tools: Arc::new(main_registry(
             &profile,
-            &extension_tools,
+            &main_tools,
             setup.extensions.late_tools.as_ref(),
             &subagents,
             &plan,
-            &goals,
             cron.as_ref(),
             &setup.config.tools,
         )),
@@ -598,15 +600,14 @@ fn restored_profile(
     default()
 }
 
-/// The main agent's tools: the built-ins, the front end's, `Agent`, the plan-mode tools and
-/// (unless disabled) the cron tools, as its profile allows.
+/// The main agent's tools: the built-ins, the front end's (and the goal tools), `Agent`, the
+/// plan-mode tools and (unless disabled) the cron tools, as its profile allows.
 fn main_registry(
     profile: &Profile,
     extension_tools: &[Arc<dyn kimi_tools::Tool>],
     late_tools: Option<&kimi_tools::LateTools>,
     subagents: &Arc<SubagentHost>,
     plan: &Arc<PlanMode>,
-    goals: &Arc<crate::goal::GoalService>,
     cron: Option<&Arc<CronService>>,
     allowed: &kimi_config::Tools,
 ) -> kimi_tools::ToolRegistry {
@@ -618,9 +619,6 @@ fn main_registry(
     all.register(crate::subagent::AgentSwarmTool::shared(subagents));
     all.register(Arc::new(EnterPlanModeTool::new(plan.clone())));
     all.register(Arc::new(ExitPlanModeTool::new(plan.clone())));
-    for tool in crate::goal::tools::goal_tools(goals) {
-        all.register(tool);
-    }
     if let Some(cron) = cron {
         all.register(Arc::new(CronCreateTool::new(cron.clone())));
         all.register(Arc::new(CronListTool::new(cron.clone())));

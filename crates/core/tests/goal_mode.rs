@@ -4,6 +4,8 @@
 //! undo leaving the goal alone, and the workspace's queue starting the next goal.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+// Each test binary uses its own part of the shared harness.
+#[allow(dead_code)]
 #[path = "engine/harness.rs"]
 mod harness;
 
@@ -110,12 +112,11 @@ async fn the_goal_start_review_lets_the_user_pick_the_goals_mode() {
     turns.extend(complete_turn("Refactored."));
     let mut s = Session::start_with(&dirs, options(PermissionMode::Manual, false), turns).await;
     s.submit("make the parser a goal");
-    let request = match s
+    let Event::ApprovalRequested(request) = s
         .wait_for(|e| matches!(e, Event::ApprovalRequested(_)))
         .await
-    {
-        Event::ApprovalRequested(request) => request,
-        _ => unreachable!(),
+    else {
+        unreachable!()
     };
     assert_eq!(request.policy, "goal-start-review-ask");
     let labels: Vec<&str> = request.options.iter().map(|o| o.label.as_str()).collect();
@@ -237,9 +238,10 @@ async fn the_queue_starts_the_next_goal_once_the_current_one_completes() {
             objective: "second".to_owned(),
         },
     });
-    let queued = match s.wait_for(|e| matches!(e, Event::GoalQueue { .. })).await {
-        Event::GoalQueue { goals } => goals,
-        _ => unreachable!(),
+    let Event::GoalQueue { goals: queued } =
+        s.wait_for(|e| matches!(e, Event::GoalQueue { .. })).await
+    else {
+        unreachable!()
     };
     let objectives: Vec<&str> = queued.iter().map(|g| g.objective.as_str()).collect();
     assert_eq!(objectives, ["second"]);
