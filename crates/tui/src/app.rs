@@ -131,6 +131,8 @@ pub struct App {
     pub(crate) goal_status_wanted: bool,
     /// `/goal next manage` asked: show the next queue listing.
     pub(crate) goal_queue_wanted: bool,
+    /// A `/goal` start waiting for its permission-mode choice.
+    pub(crate) goal_pending: Option<kimi_protocol::ops::GoalAction>,
     actions: Vec<UiAction>,
     pub(crate) should_exit: bool,
 }
@@ -179,6 +181,7 @@ impl App {
             goal_queue: Vec::new(),
             goal_status_wanted: false,
             goal_queue_wanted: false,
+            goal_pending: None,
             actions: Vec::new(),
             should_exit: false,
         };

@@ -22,6 +22,8 @@ pub enum PickerKind {
     Permission,
     Undo,
     Task,
+    /// The permission mode a goal started with `/goal` runs in (manual and yolo only).
+    GoalMode,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -643,9 +645,11 @@ fn picker_lines(p: &Picker, t: &Theme, width: usize, out: &mut Vec<Line<'static>
     }
     let hint = match p.kind {
         PickerKind::Task => "enter shows output · ctrl-x stops · esc closes",
-        PickerKind::Session | PickerKind::Model | PickerKind::Permission | PickerKind::Undo => {
-            "type to search · ↑↓ enter · esc closes"
-        }
+        PickerKind::Session
+        | PickerKind::Model
+        | PickerKind::Permission
+        | PickerKind::Undo
+        | PickerKind::GoalMode => "type to search · ↑↓ enter · esc closes",
     };
     out.push(Line::styled(format!("  {hint}"), t.text_dim));
 }

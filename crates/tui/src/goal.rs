@@ -4,10 +4,12 @@
 //! `/goal next remove|up|down|edit <n> …` change it.
 
 use kimi_protocol::host::{GoalChange, GoalSnapshot, GoalStatus, QueuedGoal};
-use kimi_protocol::ops::{GoalAction, Op};
+use kimi_protocol::ops::{GoalAction, Op, PermissionMode};
 
 use crate::app::App;
 use crate::cells::NoticeLevel;
+use crate::dialogs::{Picker, PickerItem, PickerKind};
+use crate::input::mode_name;
 
 const MAX_OBJECTIVE_CHARS: usize = 4000;
 
@@ -136,6 +138,37 @@ impl App {
                 self.op(Op::Goal {
                     action: GoalAction::Status,
                 });
+            }
+            GoalCommand::Action(action @ GoalAction::Start { .. })
+                if self.info.permission_mode != PermissionMode::Auto =>
+            {
+                // As in the reference: outside auto mode the user first picks the mode the
+                // goal runs in.
+                self.goal_pending = Some(action);
+                let items = [
+                    (
+                        PermissionMode::Auto,
+                        "run the goal unattended: approve everything",
+                    ),
+                    (
+                        PermissionMode::Yolo,
+                        "approve regular tool calls, ask for sensitive ones",
+                    ),
+                    (PermissionMode::Manual, "keep asking before changes"),
+                ]
+                .into_iter()
+                .map(|(m, d)| PickerItem {
+                    label: mode_name(m).to_owned(),
+                    detail: d.to_owned(),
+                    value: mode_name(m).to_owned(),
+                    this_dir: true,
+                })
+                .collect();
+                self.open_picker(Picker::new(
+                    PickerKind::GoalMode,
+                    "Start the goal in which permission mode?",
+                    items,
+                ));
             }
             GoalCommand::Action(action) => self.op(Op::Goal { action }),
             GoalCommand::Manage => {

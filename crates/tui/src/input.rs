@@ -530,6 +530,20 @@ impl App {
                         };
                         self.set_mode(mode);
                     }
+                    PickerKind::GoalMode => {
+                        let Some(action) = self.goal_pending.take() else {
+                            return;
+                        };
+                        let mode = match value.as_str() {
+                            "yolo" => PermissionMode::Yolo,
+                            "auto" => PermissionMode::Auto,
+                            _ => PermissionMode::Manual,
+                        };
+                        if mode != self.info.permission_mode {
+                            self.set_mode(mode);
+                        }
+                        self.op(Op::Goal { action });
+                    }
                     PickerKind::Undo => {
                         let count = value.parse().unwrap_or(1);
                         self.op(Op::Undo { count });
