@@ -336,19 +336,26 @@ impl GoalService {
     /// Pause the goal if it is active (interrupts, errors); the records to journal.
     #[must_use = "the returned goal records must be committed"]
     pub fn pause_active(&self, reason: &str, actor: GoalActor) -> Vec<RecordPayload> {
-        self.transition_active(GoalStatus::Paused, reason, actor)
+        self.transition_active(GoalStatus::Paused, Some(reason), actor)
     }
 
     /// Block the goal if it is active; the records to journal.
     #[must_use = "the returned goal records must be committed"]
     pub fn block_active(&self, reason: &str, actor: GoalActor) -> Vec<RecordPayload> {
-        self.transition_active(GoalStatus::Blocked, reason, actor)
+        self.transition_active(GoalStatus::Blocked, Some(reason), actor)
+    }
+
+    /// `UpdateGoal {blocked}`: the model blocks the active goal (its reason is the final
+    /// message it writes next, so none is recorded — as in the reference).
+    #[must_use = "the returned goal records must be committed"]
+    pub fn block_by_model(&self) -> Vec<RecordPayload> {
+        self.transition_active(GoalStatus::Blocked, None, GoalActor::Model)
     }
 
     fn transition_active(
         &self,
         status: GoalStatus,
-        reason: &str,
+        reason: Option<&str>,
         actor: GoalActor,
     ) -> Vec<RecordPayload> {
         let mut inner = self.inner();
@@ -360,7 +367,7 @@ impl GoalService {
             return Vec::new();
         }
         let (records, snap, change) =
-            set_status(&mut inner, status, Some(reason.to_owned()), actor);
+            set_status(&mut inner, status, reason.map(str::to_owned), actor);
         drop(inner);
         self.emit(snap, change);
         records

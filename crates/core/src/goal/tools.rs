@@ -413,7 +413,7 @@ impl Tool for UpdateGoalTool {
                     None => ToolResult::ok("Goal not completed: no active goal."),
                 },
                 GoalStatus::Blocked | GoalStatus::Paused => {
-                    let records = goals.block_active("Blocked by the model", GoalActor::Model);
+                    let records = goals.block_by_model();
                     match (records.is_empty(), goals.snapshot()) {
                         (false, Some(snap)) => {
                             ToolResult::ok(text::blocked_reason_prompt(&snap)).with_records(records)
