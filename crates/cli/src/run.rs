@@ -306,6 +306,7 @@ pub fn print_mode(args: &RunArgs, prompt: &str) -> anyhow::Result<u8> {
         let session_id = opened.session.state.id.clone();
         let command = resume_hint_command(&session_id, Some(&cwd.display().to_string()));
         let columns = std::io::stdout().is_terminal().then_some(100);
+        let goal_start = crate::print::goal::parse(prompt)?;
         let submit = expand_skill_command(
             Op::Submit {
                 input: vec![ContentPart::text(prompt)],
@@ -315,6 +316,35 @@ pub fn print_mode(args: &RunArgs, prompt: &str) -> anyhow::Result<u8> {
             &session_id,
         )
         .map_err(|message| anyhow!(message))?;
+        if let Some(start) = goal_start {
+            let code = match format {
+                OutputFormat::Text => {
+                    let mut writer =
+                        TextWriter::new(std::io::stdout(), std::io::stderr(), columns, None);
+                    let outcome =
+                        crate::print::goal::drive_goal(&mut opened, &mut writer, start, false)
+                            .await;
+                    writer.finish()?;
+                    writer.resume_hint(&session_id, &command)?;
+                    outcome?
+                }
+                OutputFormat::StreamJson => {
+                    let mut writer = JsonWriter::new(std::io::stdout());
+                    let outcome =
+                        crate::print::goal::drive_goal(&mut opened, &mut writer, start, true).await;
+                    writer.finish()?;
+                    writer.resume_hint(&session_id, &command)?;
+                    outcome?
+                }
+            };
+            opened.agent.handle.send(Op::Shutdown);
+            let _ = opened.agent.join.await;
+            if let Some(reporter) = mcp_reporter {
+                reporter.finish().await;
+            }
+            extensions.shutdown().await;
+            return Ok(code);
+        }
         let (reason, error) = match format {
             OutputFormat::Text => {
                 let mut writer =

@@ -463,3 +463,47 @@ fn questions_are_listed_answered_and_dismissed_over_rest() {
         assert!(body.contains("The user dismissed the questions"), "{body}");
     });
 }
+
+/// A goal that was running when its process died comes back paused ("Paused after agent
+/// resume"), and `GET /sessions/{id}/goal` reports it.
+#[test]
+fn a_goal_running_when_the_process_died_is_paused_on_resume_and_served_over_rest() {
+    use kimi_llm::scripted::ScriptEvent;
+    let fx = Fixture::new(
+        CORE_FORMATS[0],
+        vec![ScriptTurn::reply(vec![
+            ScriptEvent::text("working"),
+            ScriptEvent::stall(),
+        ])],
+    );
+    let mut child = fx.spawn(&["-p", "/goal keep working"]);
+    // The goal is journaled before its first request goes out; wait for that request.
+    common::wait_until("the goal's first request", || fx.requests().len() == 1);
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let session = fx.session_ids()[0].clone();
+    let before = fx.journal(&session);
+    assert!(before.iter().any(|r| r["type"] == "goal.create"));
+
+    let server = Server::start(&fx);
+    let goal = server.call(
+        "GET",
+        &format!("/api/v1/sessions/{session}/goal"),
+        Value::Null,
+    );
+    let goal = &goal["data"]["goal"];
+    assert_eq!(goal["objective"], "keep working", "{goal}");
+    assert_eq!(goal["status"], "paused", "{goal}");
+    assert_eq!(
+        goal["terminalReason"], "Paused after agent resume",
+        "{goal}"
+    );
+    assert_eq!(goal["turnsUsed"], 1, "{goal}");
+    let after = fx.journal(&session);
+    assert!(
+        after.iter().any(|r| r["type"] == "goal.update"
+            && r["status"] == "paused"
+            && r["actor"] == "runtime"),
+        "the pause is journaled"
+    );
+}

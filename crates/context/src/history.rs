@@ -271,6 +271,9 @@ impl History {
             | RecordPayload::Forked(_)
             // Ours: plan mode, queue, profile, cron and todos are folded by the engine.
             | RecordPayload::PlanMode(_)
+            | RecordPayload::GoalCreate(_)
+            | RecordPayload::GoalUpdate(_)
+            | RecordPayload::GoalClear(_)
             | RecordPayload::PromptQueued(_)
             | RecordPayload::PromptSteer(_)
             | RecordPayload::ProfileBind(_)

@@ -4,6 +4,7 @@
 
 pub mod cron;
 pub mod engine;
+pub mod goal;
 pub mod hooks;
 pub mod host;
 pub mod permission;

@@ -439,6 +439,11 @@ pub fn open_session(setup: SessionSetup) -> Result<OpenedSession, SessionError> 
     // The main agent's link to its front ends, made first: the subagent host and the question
     // broker hold it from construction.
     let (link, events) = FrontLink::new();
+    let goals = Arc::new(
+        crate::goal::GoalService::new(restored.goal.clone(), link.events()).with_queue(
+            crate::goal::queue::GoalQueue::for_workspace(&setup.home, &setup.cwd),
+        ),
+    );
     let subagents = SubagentHost::new(HostParts {
         session: session.clone(),
         prompt_env,
@@ -465,6 +470,9 @@ pub fn open_session(setup: SessionSetup) -> Result<OpenedSession, SessionError> 
     ctx.questions = Some(crate::engine::questions::QuestionBroker::host(
         link.events(),
     ));
+    // The goal tools belong to the main agent only (subagents got `extension_tools` above).
+    let mut main_tools = extension_tools.clone();
+    main_tools.extend(crate::goal::tools::goal_tools(&goals));
     let config = AgentConfig {
         session_id: session.state.id.clone(),
         system_prompt: system_prompt.clone(),
@@ -475,7 +483,7 @@ pub fn open_session(setup: SessionSetup) -> Result<OpenedSession, SessionError> 
         retry: setup.retry,
         tools: Arc::new(main_registry(
             &profile,
-            &extension_tools,
+            &main_tools,
             setup.extensions.late_tools.as_ref(),
             &subagents,
             &plan,
@@ -490,6 +498,7 @@ pub fn open_session(setup: SessionSetup) -> Result<OpenedSession, SessionError> 
             session: std::sync::Mutex::new(session.clone()),
         })),
         plan: Some(plan.clone()),
+        goal: Some(goals.clone()),
         compaction,
     };
     let queued = restored.queued_prompts.clone();
@@ -507,6 +516,9 @@ pub fn open_session(setup: SessionSetup) -> Result<OpenedSession, SessionError> 
             &system_prompt,
         )]);
     }
+    // Nobody drives a goal that was running when the session stopped: it comes back paused.
+    let goal_records = goals.normalize_after_resume();
+    agent.handle.runtime().commit(goal_records);
     if start_in_plan
         && !plan.is_active()
         && let (_, Some(record)) = plan.enter(false)
@@ -594,8 +606,8 @@ fn restored_profile(
     default()
 }
 
-/// The main agent's tools: the built-ins, the front end's, `Agent`, the plan-mode tools and
-/// (unless disabled) the cron tools, as its profile allows.
+/// The main agent's tools: the built-ins, the front end's (and the goal tools), `Agent`, the
+/// plan-mode tools and (unless disabled) the cron tools, as its profile allows.
 fn main_registry(
     profile: &Profile,
     extension_tools: &[Arc<dyn kimi_tools::Tool>],

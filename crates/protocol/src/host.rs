@@ -75,3 +75,113 @@ pub struct McpStatus {
     #[serde(default)]
     pub config_files: Vec<String>,
 }
+
+/// A goal's lifecycle state (surface.md §9.2). `complete` is transient: the goal is cleared
+/// right after its completion is recorded.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum GoalStatus {
+    Active,
+    Paused,
+    Blocked,
+    Complete,
+}
+
+impl GoalStatus {
+    /// The wire spelling (`active`, `paused`, `blocked`, `complete`).
+    pub fn label(self) -> &'static str {
+        match self {
+            GoalStatus::Active => "active",
+            GoalStatus::Paused => "paused",
+            GoalStatus::Blocked => "blocked",
+            GoalStatus::Complete => "complete",
+        }
+    }
+}
+
+/// Who changed a goal.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum GoalActor {
+    User,
+    Model,
+    Runtime,
+    System,
+}
+
+/// The hard limits a goal runs under (`SetGoalBudget`); `None` = no limit in that unit.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct GoalBudgetLimits {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub token_budget: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub turn_budget: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub wall_clock_budget_ms: Option<u64>,
+}
+
+/// How a goal stands against its budget.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct GoalBudgetReport {
+    pub token_budget: Option<u64>,
+    pub turn_budget: Option<u64>,
+    pub wall_clock_budget_ms: Option<u64>,
+    pub remaining_tokens: Option<u64>,
+    pub remaining_turns: Option<u64>,
+    pub remaining_wall_clock_ms: Option<u64>,
+    pub token_budget_reached: bool,
+    pub turn_budget_reached: bool,
+    pub wall_clock_budget_reached: bool,
+    pub over_budget: bool,
+}
+
+/// The goal as every front end sees it (`GetGoal`, REST `GET /sessions/{id}/goal`, the
+/// `goal.updated` event). Field names follow the reference (camelCase).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct GoalSnapshot {
+    pub goal_id: String,
+    pub objective: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub completion_criterion: Option<String>,
+    pub status: GoalStatus,
+    pub turns_used: u64,
+    pub tokens_used: u64,
+    pub wall_clock_ms: u64,
+    pub budget: GoalBudgetReport,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub terminal_reason: Option<String>,
+}
+
+/// What a `goal.updated` event reports besides the new snapshot: a lifecycle change (pause,
+/// resume, block) or the goal's completion.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum GoalChange {
+    Lifecycle {
+        status: GoalStatus,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        reason: Option<String>,
+        actor: GoalActor,
+    },
+    Completion {
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        reason: Option<String>,
+        turns_used: u64,
+        tokens_used: u64,
+        wall_clock_ms: u64,
+        actor: GoalActor,
+    },
+}
+
+/// One goal waiting in the workspace's queue (`/goal next`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct QueuedGoal {
+    pub id: String,
+    pub objective: String,
+    /// Unix milliseconds.
+    pub created_at: u64,
+}

@@ -4,7 +4,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::host::{McpStatus, SessionSummary, TaskSummary};
+use crate::host::{GoalChange, GoalSnapshot, McpStatus, QueuedGoal, SessionSummary, TaskSummary};
 use crate::message::{ContentPart, Message, ToolCall};
 use crate::origin::Origin;
 use crate::question::{Answers, QuestionSet};
@@ -108,6 +108,11 @@ pub enum Op {
     SetModel {
         alias: String,
     },
+    /// Goal mode (`/goal …`, surface.md §9.2); answered with `Event::GoalUpdated` (or
+    /// `Event::Error` / `Event::Warning` saying why nothing changed).
+    Goal {
+        action: GoalAction,
+    },
     Shutdown,
 
     // ---- Host ops: answered by the session host (`kimi_core::host::SessionHost`), not the
@@ -168,6 +173,49 @@ impl Op {
                 | Op::Fork
         )
     }
+}
+
+/// What `Op::Goal` asks for.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "action", rename_all = "snake_case")]
+pub enum GoalAction {
+    /// Create a goal (actor user) and send its objective as the first goal turn's prompt.
+    /// Refused while a goal exists unless `replace`.
+    Start {
+        objective: String,
+        #[serde(default)]
+        replace: bool,
+    },
+    /// Report the current goal (`Event::GoalUpdated` without a change).
+    Status,
+    /// Pause the active goal and stop its running turn.
+    Pause,
+    /// Reactivate a paused or blocked goal and start a goal turn.
+    Resume,
+    /// Remove the goal and stop its running turn.
+    Cancel,
+    /// `/goal next <objective>`: queue a goal for when the current one completes (starts it
+    /// now when there is no goal and the agent is idle).
+    Next {
+        objective: String,
+    },
+    /// Start the first queued goal if there is no goal (a front end sends it after a
+    /// completion).
+    StartNext,
+    /// List the queue (`Event::GoalQueue`).
+    QueueList,
+    QueueRemove {
+        id: String,
+    },
+    QueueEdit {
+        id: String,
+        objective: String,
+    },
+    /// Move a queued goal one place earlier (`up`) or later.
+    QueueMove {
+        id: String,
+        up: bool,
+    },
 }
 
 /// Where an agent is waiting right now: the value `snapshot()` returns.
@@ -333,6 +381,17 @@ pub enum Event {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         trigger: Option<SwarmTrigger>,
     },
+    /// The goal changed (or `Op::Goal { Status }` asked): its snapshot, `None` when there is
+    /// no goal any more, and what changed.
+    #[serde(rename = "goal.updated")]
+    GoalUpdated {
+        goal: Option<GoalSnapshot>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        change: Option<GoalChange>,
+    },
+    /// The workspace's queue of upcoming goals, after `Op::Goal` listed or changed it.
+    #[serde(rename = "goal.queue")]
+    GoalQueue { goals: Vec<QueuedGoal> },
 
     // ---- Host events: the session host's answers to the host ops above.
     #[serde(rename = "session.list")]

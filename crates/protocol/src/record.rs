@@ -12,6 +12,7 @@ use serde::ser::Serializer;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
+pub use crate::goal_record::{GoalClear, GoalCreate, GoalUpdate};
 pub use crate::own_record::{
     CronAdd, CronCursor, CronDelete, CronJob, PlanModeRecord, ProfileBind, PromptQueued,
     PromptSteer, TodoItem, TodoSet, TodoStatus,
@@ -125,6 +126,12 @@ pub enum RecordPayload {
     TaskTerminated(TaskRecord),
     #[serde(rename = "forked")]
     Forked(AgentOnly),
+    #[serde(rename = "goal.create")]
+    GoalCreate(GoalCreate),
+    #[serde(rename = "goal.update")]
+    GoalUpdate(GoalUpdate),
+    #[serde(rename = "goal.clear")]
+    GoalClear(GoalClear),
     // kimi-rs's own records (`own_record.rs`): no `agentId`, one journal per agent.
     #[serde(rename = "plan.mode")]
     PlanMode(PlanModeRecord),
@@ -185,6 +192,9 @@ pub(crate) const TYPED: &[&str] = &[
     "task.started",
     "task.terminated",
     "forked",
+    "goal.create",
+    "goal.update",
+    "goal.clear",
     "plan.mode",
     "prompt.queued",
     "prompt.steer",
@@ -256,6 +266,9 @@ impl RecordPayload {
             RecordPayload::InteractionRequest(r) => &r.agent_id,
             RecordPayload::InteractionResolved(r) => &r.agent_id,
             RecordPayload::TaskStarted(r) | RecordPayload::TaskTerminated(r) => &r.agent_id,
+            RecordPayload::GoalCreate(r) => &r.agent_id,
+            RecordPayload::GoalUpdate(r) => &r.agent_id,
+            RecordPayload::GoalClear(r) => &r.agent_id,
         })
     }
 
@@ -300,6 +313,9 @@ impl RecordPayload {
             RecordPayload::InteractionRequest(r) => &mut r.agent_id,
             RecordPayload::InteractionResolved(r) => &mut r.agent_id,
             RecordPayload::TaskStarted(r) | RecordPayload::TaskTerminated(r) => &mut r.agent_id,
+            RecordPayload::GoalCreate(r) => &mut r.agent_id,
+            RecordPayload::GoalUpdate(r) => &mut r.agent_id,
+            RecordPayload::GoalClear(r) => &mut r.agent_id,
         })
     }
 }
@@ -349,6 +365,9 @@ impl Record {
             RecordPayload::TaskStarted(_) => "task.started",
             RecordPayload::TaskTerminated(_) => "task.terminated",
             RecordPayload::Forked(_) => "forked",
+            RecordPayload::GoalCreate(_) => "goal.create",
+            RecordPayload::GoalUpdate(_) => "goal.update",
+            RecordPayload::GoalClear(_) => "goal.clear",
             RecordPayload::PlanMode(_) => "plan.mode",
             RecordPayload::PromptQueued(_) => "prompt.queued",
             RecordPayload::PromptSteer(_) => "prompt.steer",
@@ -462,6 +481,9 @@ fn decode_payload(
         "task.started" => direct!(TaskStarted),
         "task.terminated" => direct!(TaskTerminated),
         "forked" => direct!(Forked),
+        "goal.create" => direct!(GoalCreate),
+        "goal.update" => direct!(GoalUpdate),
+        "goal.clear" => direct!(GoalClear),
         "plan.mode" => direct!(PlanMode),
         "prompt.queued" => direct!(PromptQueued),
         "prompt.steer" => direct!(PromptSteer),

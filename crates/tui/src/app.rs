@@ -125,6 +125,16 @@ pub struct App {
     pub(crate) mcp_connecting: usize,
     /// A `/swarm` waiting for its permission choice.
     pub(crate) swarm_pending: Option<crate::swarm::SwarmStart>,
+    /// The session's goal (the goal strip), from `goal.updated`.
+    pub(crate) goal: Option<kimi_protocol::host::GoalSnapshot>,
+    /// The workspace's goal queue as last listed.
+    pub(crate) goal_queue: Vec<kimi_protocol::host::QueuedGoal>,
+    /// `/goal status` asked: show the next snapshot.
+    pub(crate) goal_status_wanted: bool,
+    /// `/goal next manage` asked: show the next queue listing.
+    pub(crate) goal_queue_wanted: bool,
+    /// A `/goal` start waiting for its permission-mode choice.
+    pub(crate) goal_pending: Option<kimi_protocol::ops::GoalAction>,
     actions: Vec<UiAction>,
     pub(crate) should_exit: bool,
 }
@@ -170,6 +180,11 @@ impl App {
             retry: None,
             mcp_connecting: 0,
             swarm_pending: None,
+            goal: None,
+            goal_queue: Vec::new(),
+            goal_status_wanted: false,
+            goal_queue_wanted: false,
+            goal_pending: None,
             actions: Vec::new(),
             should_exit: false,
         };
@@ -594,6 +609,8 @@ impl App {
                 is_error,
             }),
             Event::McpStatus { status } => self.push(CellKind::Mcp(status)),
+            Event::GoalUpdated { goal, change } => self.goal_updated(goal, change),
+            Event::GoalQueue { goals } => self.goal_queue_listed(goals),
             Event::SessionTitle { title, changed } => {
                 self.info.title = title.clone().unwrap_or_default();
                 if !changed {

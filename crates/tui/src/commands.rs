@@ -20,6 +20,7 @@ pub enum Command {
     Permission,
     Plan,
     Swarm,
+    Goal,
     Compact,
     Undo,
     Tasks,
@@ -101,6 +102,13 @@ pub const COMMANDS: &[CommandSpec] = &[
         &[],
         Always,
         "toggle plan mode [on|off], or empty the plan file [clear]",
+    ),
+    spec(
+        Command::Goal,
+        "goal",
+        &[],
+        Always,
+        "goal mode: <objective> | status | pause | resume | cancel | replace | next",
     ),
     spec(
         Command::Compact,

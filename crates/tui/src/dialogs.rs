@@ -24,6 +24,8 @@ pub enum PickerKind {
     Task,
     /// `/swarm` in manual mode: switch to auto or yolo first?
     SwarmPermission,
+    /// The permission mode a goal started with `/goal` runs in (manual and yolo only).
+    GoalMode,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -650,6 +652,7 @@ fn picker_lines(p: &Picker, t: &Theme, width: usize, out: &mut Vec<Line<'static>
         | PickerKind::Permission
         | PickerKind::Undo
         | PickerKind::SwarmPermission => "type to search · ↑↓ enter · esc closes",
+        | PickerKind::GoalMode => "type to search · ↑↓ enter · esc closes",
     };
     out.push(Line::styled(format!("  {hint}"), t.text_dim));
 }

@@ -418,6 +418,7 @@ impl App {
                 self.set_plan(enabled);
             }
             Command::Swarm => self.swarm_command(args),
+            Command::Goal => self.goal_command(args),
             Command::Compact => self.op(Op::Compact { instruction: arg }),
             Command::Undo => match args.parse::<u32>() {
                 Ok(count) if count > 0 => self.op(Op::Undo { count }),
@@ -537,6 +538,20 @@ impl App {
                         self.set_mode(mode);
                     }
                     PickerKind::SwarmPermission => self.swarm_permission_chosen(Some(&value)),
+                    PickerKind::GoalMode => {
+                        let Some(action) = self.goal_pending.take() else {
+                            return;
+                        };
+                        let mode = match value.as_str() {
+                            "yolo" => PermissionMode::Yolo,
+                            "auto" => PermissionMode::Auto,
+                            _ => PermissionMode::Manual,
+                        };
+                        if mode != self.info.permission_mode {
+                            self.set_mode(mode);
+                        }
+                        self.op(Op::Goal { action });
+                    }
                     PickerKind::Undo => {
                         let count = value.parse().unwrap_or(1);
                         self.op(Op::Undo { count });

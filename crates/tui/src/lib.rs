@@ -31,6 +31,7 @@ pub mod editor;
 pub mod error;
 pub mod extensions;
 pub mod files;
+pub mod goal;
 pub mod highlight;
 pub mod history;
 pub mod host;

@@ -72,6 +72,9 @@ impl App {
                 ));
             }
         }
+        if let Some(strip) = self.goal_strip() {
+            out.push(Line::styled(truncate(&strip, width), t.accent));
+        }
         if self.is_busy() {
             out.push(self.status_line(width));
         }
@@ -232,6 +235,11 @@ impl App {
                 }
                 "model" if !self.info.model.is_empty() => parts.push(self.info.model.clone()),
                 "cwd" if !self.info.cwd.is_empty() => parts.push(self.info.cwd.clone()),
+                "goal" => {
+                    if let Some(goal) = &self.goal {
+                        parts.push(format!("goal {}", goal.status.label()));
+                    }
+                }
                 "tasks" => {
                     if let AgentStatus::Idle { background_tasks } = self.status
                         && background_tasks > 0

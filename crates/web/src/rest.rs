@@ -241,6 +241,19 @@ pub async fn session_status(
     Ok(Data(status(&live)))
 }
 
+/// `GET /sessions/{id}/goal`: `{"goal": <snapshot> | null}` (surface.md §9.2).
+pub async fn session_goal(State(app): State<Arc<App>>, Path(id): Path<String>) -> ApiResult<Value> {
+    let live = app.registry.get(&id).await?;
+    let goal = live
+        .handle
+        .runtime()
+        .config
+        .goal
+        .as_ref()
+        .and_then(|g| g.snapshot());
+    Ok(Data(json!({ "goal": goal })))
+}
+
 fn history_page(live: &Live, query: &messages::Page) -> Result<Value, ApiError> {
     let runtime = live.handle.runtime();
     let log = runtime.log();

@@ -200,6 +200,7 @@ fn router(app: Arc<App>) -> Router {
             get(rest::get_session).post(rest::session_action),
         )
         .route("/sessions/{id}/status", get(rest::session_status))
+        .route("/sessions/{id}/goal", get(rest::session_goal))
         .route("/sessions/{id}/messages", get(rest::list_messages))
         .route("/sessions/{id}/prompts", post(rest::submit_prompt))
         .route("/sessions/{id}/approvals", get(rest::list_approvals))

@@ -179,6 +179,14 @@ impl<O: Write, E: Write> TurnWriter for TextWriter<O, E> {
             }
             Event::Warning { message } => writeln!(self.stderr, "warning: {message}"),
             Event::Error { message } => writeln!(self.stderr, "error: {message}"),
+            // Goal progress is a notice, like the resume hint: stderr.
+            Event::GoalUpdated {
+                goal,
+                change: Some(change),
+            } => {
+                let line = goal_change_line(goal.as_ref(), change);
+                writeln!(self.stderr, "{line}")
+            }
             // A retry is a wait the user should see (one stderr line), never a silent pause.
             Event::StepRetrying {
                 failed_attempt,
@@ -215,6 +223,7 @@ impl<O: Write, E: Write> TurnWriter for TextWriter<O, E> {
             | Event::Usage { .. }
             | Event::Status { .. }
             | Event::SwarmMode { .. }
+            | Event::GoalUpdated { change: None, .. }
             // Answers to host ops, which print mode never sends.
             | Event::SessionList { .. }
             | Event::TaskList { .. }
@@ -222,6 +231,7 @@ impl<O: Write, E: Write> TurnWriter for TextWriter<O, E> {
             | Event::TaskOutput { .. }
             | Event::ShellOutput { .. }
             | Event::McpStatus { .. }
+            | Event::GoalQueue { .. }
         | Event::SessionTitle { .. }
         | Event::SessionForked { .. } => Ok(()),
         }
@@ -294,6 +304,30 @@ impl<O: Write> JsonWriter<O> {
     }
 }
 
+/// The stderr line of a goal change: `goal: paused — Paused after interruption (2 turns, …)`.
+fn goal_change_line(
+    goal: Option<&kimi_protocol::host::GoalSnapshot>,
+    change: &kimi_protocol::host::GoalChange,
+) -> String {
+    use kimi_protocol::host::GoalChange;
+    let (status, reason) = match change {
+        GoalChange::Lifecycle { status, reason, .. } => (status.label(), reason.clone()),
+        GoalChange::Completion { reason, .. } => ("complete", reason.clone()),
+    };
+    let mut line = format!("goal: {status}");
+    if let Some(reason) = reason {
+        line.push_str(" — ");
+        line.push_str(&reason);
+    }
+    if let Some(goal) = goal {
+        line.push_str(&format!(
+            " (turns: {}, tokens: {})",
+            goal.turns_used, goal.tokens_used
+        ));
+    }
+    line
+}
+
 /// A single text part is written as its string; anything else as the JSON of its parts.
 fn tool_output_text(parts: &[ContentPart]) -> String {
     match parts {
@@ -358,6 +392,14 @@ impl<O: Write> TurnWriter for JsonWriter<O> {
                 self.line(&line)
             }
             Event::StepCompleted { .. } => self.flush_assistant(),
+            Event::GoalUpdated { goal, change } => {
+                self.flush_assistant()?;
+                let mut line = json!({"role": "meta", "type": "goal.updated", "goal": goal});
+                if let (Some(change), Some(obj)) = (change, line.as_object_mut()) {
+                    obj.insert("change".into(), json!(change));
+                }
+                self.line(&line)
+            }
             Event::TurnEnded { reason, error, .. } => {
                 if *reason == TurnEndReason::Failed {
                     // What is left is the unfinished attempt the engine discarded.
@@ -407,6 +449,7 @@ impl<O: Write> TurnWriter for JsonWriter<O> {
             | Event::TaskOutput { .. }
             | Event::ShellOutput { .. }
             | Event::McpStatus { .. }
+            | Event::GoalQueue { .. }
         | Event::SessionTitle { .. }
         | Event::SessionForked { .. } => Ok(()),
         }

@@ -173,6 +173,12 @@ async fn dispatch(rt: Arc<Runtime>, mut ops: mpsc::UnboundedReceiver<Op>) {
                 let idle = !is_running(&rt) && rt.shared().jobs.is_empty();
                 crate::swarm_mode::set(&rt, enabled, trigger, idle);
             }
+            Op::Goal { action } => {
+                let runtime = rt.clone();
+                crate::goal::engine::handle_op(&rt, action, move |text| {
+                    submit(&runtime, vec![ContentPart::text(text)], Origin::user());
+                });
+            }
             Op::SetModel { alias } => rt.emit(Event::Warning {
                 message: format!("switching the model of a running session (to {alias}) is not available in this build yet; restart with -m {alias}"),
             }),
@@ -206,6 +212,12 @@ async fn dispatch(rt: Arc<Runtime>, mut ops: mpsc::UnboundedReceiver<Op>) {
 }
 
 fn submit(rt: &Runtime, input: Vec<ContentPart>, origin: Origin) {
+    if origin.is_user()
+        && let Some(goals) = &rt.config.goal
+    {
+        // The user spoke: a continuation waiting out its idle back-off is not wanted now.
+        goals.user_activity();
+    }
     let prompt_id = rec::new_id("msg_");
     let running = is_running(rt);
     if running || !rt.shared().jobs.is_empty() {
@@ -403,7 +415,11 @@ async fn run_jobs(rt: Arc<Runtime>) -> Vec<TurnResult> {
                 }
                 // The turn itself hands steers that came after its last gate on (they start
                 // the next turn).
+                let deadline = crate::goal::engine::watch_deadline(&rt, token.clone());
                 let result = run_turn(&rt, prompt, token).await;
+                if let Some(deadline) = deadline {
+                    deadline.abort();
+                }
                 rt.shared().turn_cancel = None;
                 results.push(result);
             }

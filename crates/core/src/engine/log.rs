@@ -53,6 +53,8 @@ pub struct Restored {
     pub cron: Vec<crate::cron::CronJob>,
     /// The todo list as the active branch last journaled it (`todo.set`).
     pub todos: Vec<TodoItem>,
+    /// The goal after every `goal.*` record (goals are not undoable, so all branches count).
+    pub goal: Option<crate::goal::GoalState>,
 }
 
 /// The profile an agent was bound to, as journaled.
@@ -136,6 +138,7 @@ impl AgentLog {
         let plan = plan_on_branch(&input);
         let todos = todos_on_branch(&input);
         let cron = crate::cron::fold_records(input.all.iter().map(|r| &r.record.payload));
+        let goal = crate::goal::GoalState::fold(input.all.iter().map(|r| &r.record.payload));
         let mut history = History::new(HistoryConfig::default());
         let report = history.replay(input.into_undoable(), agent_id);
         Ok((
@@ -158,6 +161,7 @@ impl AgentLog {
                 plan,
                 cron,
                 todos,
+                goal,
             },
         ))
     }

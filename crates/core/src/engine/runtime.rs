@@ -96,6 +96,8 @@ pub struct AgentConfig {
     pub session_meta: Option<Arc<dyn SessionMeta>>,
     /// Plan mode of this agent; `None` for agents that never plan (subagents).
     pub plan: Option<Arc<crate::plan::PlanMode>>,
+    /// Goal mode of this agent; `None` for agents without goals (subagents).
+    pub goal: Option<Arc<crate::goal::GoalService>>,
     /// When to compact (`[loop_control] compaction_trigger_ratio`, `reserved_context_size`).
     pub compaction: CompactionConfig,
 }
@@ -136,6 +138,9 @@ pub struct Shared {
     /// Set when a journal append failed during the running turn: the turn was stopped (its
     /// token cancelled) and ends failed with this message instead of going on unjournaled.
     pub journal_failure: Option<String>,
+    /// Why the running turn's provider request failed, worded as the reason its goal is
+    /// paused with (rate limit, connection, authentication, API error, safety filter).
+    pub goal_failure: Option<String>,
 }
 
 /// An agent's side toward its front ends: the event channel and the approvals waiting for the

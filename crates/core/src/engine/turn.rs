@@ -94,6 +94,7 @@ pub async fn run_turn(rt: &Arc<Runtime>, prompt: Pending, cancel: CancellationTo
         // A failure outside a turn was reported when it happened; this turn starts afresh
         // (its first append writes what is still pending, or fails it).
         shared.journal_failure = None;
+        shared.goal_failure = None;
     }
     tracing::info!(turn_id, prompt_id = %prompt.prompt_id, "turn started");
     let mut user = Message::new(Role::User, prompt.input.clone());
@@ -156,6 +157,8 @@ pub async fn run_turn(rt: &Arc<Runtime>, prompt: Pending, cancel: CancellationTo
         rt.commit(records);
         crate::swarm_mode::turn_ended(rt, &prompt.prompt_id);
         rt.emit(Event::TurnStarted { turn_id });
+        crate::goal::engine::turn_started(rt, turn_id);
+        crate::goal::engine::turn_ended(rt, turn_id, TurnEndReason::Blocked, Some(reason.as_str()));
         set_phase(rt, TurnPhase::Failed);
         {
             let mut shared = rt.shared();
@@ -203,6 +206,7 @@ pub async fn run_turn(rt: &Arc<Runtime>, prompt: Pending, cancel: CancellationTo
         meta.prompt_started(&text);
     }
     rt.emit(Event::TurnStarted { turn_id });
+    crate::goal::engine::turn_started(rt, turn_id);
     rt.publish_status();
     if let Some(hooks) = &rt.config.hooks {
         hooks.fire_and_forget(HookEventData::TurnStarted {
@@ -229,6 +233,7 @@ pub async fn run_turn(rt: &Arc<Runtime>, prompt: Pending, cancel: CancellationTo
         consume_task_notices(rt);
         crate::plan::reminders::inject(rt, &prompt.prompt_id);
         crate::swarm_mode::sync(rt, Some(&prompt.prompt_id));
+        crate::goal::engine::step_head(rt, turn_id);
         step += 1;
         if let Some(max) = rt.config.max_steps_per_turn
             && max > 0
@@ -255,6 +260,9 @@ pub async fn run_turn(rt: &Arc<Runtime>, prompt: Pending, cancel: CancellationTo
         .await
         {
             Ok(StepEnd::Answered) => {
+                if crate::goal::engine::after_step(rt, turn_id, step, false) {
+                    break Ok(());
+                }
                 if !rt.shared().steers.is_empty() {
                     continue;
                 }
@@ -275,7 +283,12 @@ pub async fn run_turn(rt: &Arc<Runtime>, prompt: Pending, cancel: CancellationTo
                 break Ok(());
             }
             Ok(StepEnd::Continue { stop_turn: true }) => break Ok(()),
-            Ok(StepEnd::Continue { stop_turn: false }) => {}
+            Ok(StepEnd::Continue { stop_turn: false }) => {
+                // A spent goal budget ends the turn, after one grace step to sum up.
+                if crate::goal::engine::after_step(rt, turn_id, step, true) {
+                    break Ok(());
+                }
+            }
             Err(failure) => break Err(failure),
         }
     };
@@ -340,6 +353,7 @@ pub async fn run_turn(rt: &Arc<Runtime>, prompt: Pending, cancel: CancellationTo
         shared.turn_cancel = None;
         requeue_late_steers(&mut shared);
     }
+    crate::goal::engine::turn_ended(rt, turn_id, reason, error.as_deref());
     if let Some(message) = &error {
         rt.emit(Event::Error {
             message: message.clone(),
@@ -523,6 +537,7 @@ async fn run_step(
                     attempt += 1;
                     continue;
                 }
+                rt.shared().goal_failure = Some(crate::goal::engine::provider_pause_reason(&err));
                 if err.is_retryable() && attempt > 1 {
                     return Err(Failure::Error(format!(
                         "{err} (gave up after {attempt} attempts)"
@@ -627,6 +642,7 @@ async fn finish_step(
             usage,
             context_tokens: usage.total(),
         });
+        crate::goal::engine::usage(rt, turn_id, usage.output);
     }
     rt.emit(Event::AssistantMessage {
         message: message.clone(),
@@ -641,6 +657,7 @@ async fn finish_step(
             finish_reason: Some(reason),
         });
         if finish_reason == Some(FinishReason::Filtered) {
+            rt.shared().goal_failure = Some(crate::goal::text::FILTERED_PAUSE.to_owned());
             return Err(Failure::Error(
                 "Provider safety policy blocked the response.".to_owned(),
             ));

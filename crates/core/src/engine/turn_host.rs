@@ -32,17 +32,25 @@ impl BatchHost for TurnHost<'_> {
         if let Some(text) = crate::subagent::swarm_veto(&call.name, self.calls_in_step) {
             return GateDecision::Deny(text);
         }
-        let gate = self.rt.config.permissions.decide(call, args, plan);
-        match &self.rt.config.plan {
-            Some(plan_mode) => {
-                let mode = self.rt.config.permissions.mode();
-                plan_mode.guard(&call.name, plan, gate, mode)
-            }
-            None => gate,
+        if let Some(goals) = &self.rt.config.goal
+            && let Some(text) = goals.veto(self.turn_id, &call.name)
+        {
+            return GateDecision::Deny(text.to_owned());
         }
+        let gate = self.rt.config.permissions.decide(call, args, plan);
+        let mode = self.rt.config.permissions.mode();
+        let gate = match &self.rt.config.plan {
+            Some(plan_mode) => plan_mode.guard(&call.name, plan, gate, mode),
+            None => gate,
+        };
+        crate::goal::review::guard(&call.name, gate, mode)
     }
 
     fn settle(&self, call: &ToolCall, plan: &ToolPlan, answer: &UserAnswer) -> Option<ToolResult> {
+        if call.name == crate::goal::CREATE_GOAL {
+            crate::goal::review::settle(self.rt, answer);
+            return None;
+        }
         let plan_mode = self.rt.config.plan.as_ref()?;
         (call.name == crate::plan::tools::EXIT_PLAN_MODE)
             .then(|| crate::plan::tools::settle_review(plan_mode, plan, answer))
@@ -97,6 +105,8 @@ impl BatchHost for TurnHost<'_> {
                 policy: policy.to_owned(),
                 options: if call.name == crate::plan::tools::EXIT_PLAN_MODE {
                     crate::plan::tools::review_options(call.arguments.as_deref())
+                } else if call.name == crate::goal::CREATE_GOAL {
+                    crate::goal::review::options()
                 } else {
                     Vec::new()
                 },
@@ -201,6 +211,9 @@ impl BatchHost for TurnHost<'_> {
     }
 
     fn finished(&self, call: &ToolCall, result: &ToolResult) {
+        if let Some(goals) = &self.rt.config.goal {
+            goals.tool_finished(self.turn_id);
+        }
         // The state change the tool made (todos, plan mode, cron) and its result are one
         // batch: durable together, or (on a write error) retried together.
         let mut records = result.records.clone();

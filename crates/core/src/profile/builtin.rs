@@ -39,6 +39,10 @@ const AGENT_TOOLS: &[&str] = &[
     "AgentSwarm",
     "EnterPlanMode",
     "ExitPlanMode",
+    "CreateGoal",
+    "GetGoal",
+    "SetGoalBudget",
+    "UpdateGoal",
     "mcp__*",
 ];
 

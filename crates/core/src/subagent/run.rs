@@ -378,6 +378,7 @@ impl SubagentHost {
             hooks: self.hooks.clone(),
             session_meta: None,
             plan: None,
+            goal: None,
             compaction: self.compaction,
         };
         let spawned = spawn_agent(config, log, Vec::new());

@@ -3,6 +3,7 @@
 
 mod dialogs;
 mod extensions;
+mod goal;
 mod inline;
 mod pty;
 mod support;
