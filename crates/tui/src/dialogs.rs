@@ -652,7 +652,7 @@ fn picker_lines(p: &Picker, t: &Theme, width: usize, out: &mut Vec<Line<'static>
         | PickerKind::Permission
         | PickerKind::Undo
         | PickerKind::SwarmPermission => "type to search · ↑↓ enter · esc closes",
-        | PickerKind::GoalMode => "type to search · ↑↓ enter · esc closes",
+        PickerKind::GoalMode => "type to search · ↑↓ enter · esc closes",
     };
     out.push(Line::styled(format!("  {hint}"), t.text_dim));
 }
