@@ -111,7 +111,24 @@ pub enum Command {
         args: Vec<std::ffi::OsString>,
     },
     /// Serve the Agent Client Protocol on stdin/stdout for editors (Zed, JetBrains, …).
-    Acp,
+    Acp {
+        /// Run the Kimi account login (as `kimi-rs login`) and exit: the editor's "terminal
+        /// auth".
+        #[arg(long)]
+        login: bool,
+        /// Login region with --login.
+        #[arg(long, value_enum, requires = "login")]
+        region: Option<RegionArg>,
+    },
+    /// Log in to a Kimi account (device code: open the printed URL and enter the code); sets up
+    /// the managed provider `managed:kimi-code` and its `kimi-code/*` models in config.toml.
+    Login {
+        /// Login region: mainland-cn (kimi.com, the default) or global (kimi.ai).
+        #[arg(long, value_enum)]
+        region: Option<RegionArg>,
+    },
+    /// Log out of the Kimi account: delete the stored token and the managed provider.
+    Logout,
     /// Serve the local REST + WebSocket API and the browser UI (token in server.token).
     Web {
         /// Port to listen on (default 58627; the next free one when busy; 0 = any).
@@ -153,6 +170,25 @@ pub enum Command {
         #[command(subcommand)]
         command: DebugCommand,
     },
+}
+
+/// `--region` of `login` and `acp --login`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum RegionArg {
+    /// kimi.com
+    #[value(name = "mainland-cn")]
+    MainlandCn,
+    /// kimi.ai
+    Global,
+}
+
+impl From<RegionArg> for kimi_auth::Region {
+    fn from(region: RegionArg) -> kimi_auth::Region {
+        match region {
+            RegionArg::MainlandCn => kimi_auth::Region::MainlandCn,
+            RegionArg::Global => kimi_auth::Region::Global,
+        }
+    }
 }
 
 #[derive(Debug, Subcommand)]
@@ -263,7 +299,15 @@ pub fn main() -> ExitCode {
                 ExitCode::FAILURE
             }
         },
-        Some(Command::Acp) => match crate::acp::run(&cli.run) {
+        Some(Command::Acp {
+            login: true,
+            region,
+        })
+        | Some(Command::Login { region }) => {
+            exit_code(crate::accounts::login(region.map(Into::into)))
+        }
+        Some(Command::Logout) => exit_code(crate::accounts::logout()),
+        Some(Command::Acp { login: false, .. }) => match crate::acp::run(&cli.run) {
             Ok(code) => ExitCode::from(code),
             Err(err) => {
                 eprintln!("kimi-rs: {err:#}");
@@ -358,6 +402,16 @@ pub fn main() -> ExitCode {
     }
 }
 
+fn exit_code(outcome: anyhow::Result<u8>) -> ExitCode {
+    match outcome {
+        Ok(code) => ExitCode::from(code),
+        Err(err) => {
+            eprintln!("kimi-rs: {err:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
 /// Logging for every entry point but the sandbox helper (it runs inside the sandbox, where
 /// the home is read-only, and execs the command right away).
 fn start_logging(cli: &Cli) -> Option<crate::logging::FlushGuard> {
@@ -365,7 +419,10 @@ fn start_logging(cli: &Cli) -> Option<crate::logging::FlushGuard> {
         Some(Command::SandboxExec { .. }) => return None,
         Some(Command::Demo { .. }) => "demo",
         Some(Command::Sandbox { .. }) => "sandbox",
-        Some(Command::Acp) => "acp",
+        Some(Command::Acp { login: true, .. }) => "login",
+        Some(Command::Acp { .. }) => "acp",
+        Some(Command::Login { .. }) => "login",
+        Some(Command::Logout) => "logout",
         Some(Command::Web { .. }) => "web",
         Some(Command::Doctor { .. }) => "doctor",
         Some(Command::Export { .. }) => "export",
@@ -375,7 +432,7 @@ fn start_logging(cli: &Cli) -> Option<crate::logging::FlushGuard> {
         None => "tui",
     };
     // ACP's stdio belongs to the editor: not even the notice goes there.
-    let notices = !matches!(cli.command, Some(Command::Acp));
+    let notices = !matches!(cli.command, Some(Command::Acp { login: false, .. }));
     crate::logging::init_from_env(mode, cli.log_level, notices)
 }
 

@@ -1,6 +1,7 @@
 //! Library half of the `kimi-rs` binary, so integration tests can drive the same code the
 //! command line runs.
 
+pub mod accounts;
 pub mod acp;
 pub mod cli;
 pub mod config;
