@@ -428,3 +428,105 @@ fn a_refresh_the_server_refuses_says_to_log_in_again() {
             .all(|r| !r.path.ends_with("/chat/completions"))
     );
 }
+
+fn tool_names(body: &Value) -> Vec<String> {
+    body["tools"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|t| t["function"]["name"].as_str().map(str::to_owned))
+        .collect()
+}
+
+#[test]
+fn web_search_and_fetch_go_through_the_logins_services() {
+    let fixture = managed_api(vec![
+        ScriptTurn::tool_calls(&[
+            ("call_s", "WebSearch", r#"{"query":"rust language"}"#),
+            ("call_f", "FetchURL", r#"{"url":"https://example.com/a"}"#),
+        ]),
+        ScriptTurn::text("done"),
+    ]);
+    fixture.server.route(
+        "/coding/v1/search",
+        200,
+        &json!({"search_results": [{"title": "Rust", "site_name": "rust-lang.org",
+            "url": "https://www.rust-lang.org/", "snippet": "A language", "date": "2026-01-01"}]}),
+    );
+    fixture.server.route(
+        "/coding/v1/fetch",
+        200,
+        &json!("# Example\nfetched by the service"),
+    );
+    let oauth = OAuthStandIn::start(Vec::new(), Vec::new());
+    logged_in(&fixture, &oauth, 3000);
+    let answer = run(account_command(&fixture, &oauth, &["-p", "look it up"]));
+    assert_eq!(answer.code, Some(0), "{answer:?}");
+    let requests = fixture.requests();
+    let chats: Vec<_> = requests
+        .iter()
+        .filter(|r| r.path.ends_with("/chat/completions"))
+        .collect();
+    let names = tool_names(&chats[0].body);
+    assert!(names.iter().any(|n| n == "WebSearch"), "{names:?}");
+    let results = common::tool_results(&chats[1].body);
+    assert!(
+        results[0].1.contains("URL: https://www.rust-lang.org/"),
+        "{results:?}"
+    );
+    assert!(results[0].1.contains("Site: rust-lang.org"), "{results:?}");
+    assert!(
+        results[1].1.contains("fetched by the service"),
+        "{results:?}"
+    );
+    let search = requests
+        .iter()
+        .find(|r| r.path == "/coding/v1/search")
+        .unwrap();
+    assert_eq!(search.header("authorization"), Some("Bearer old-token"));
+    assert_eq!(search.body, json!({"text_query": "rust language"}));
+    let fetch = requests
+        .iter()
+        .find(|r| r.path == "/coding/v1/fetch")
+        .unwrap();
+    assert_eq!(fetch.body, json!({"url": "https://example.com/a"}));
+}
+
+#[test]
+fn web_search_is_offered_only_when_a_service_is_configured() {
+    // No login and no [services]: the env model alone offers no WebSearch.
+    let plain = Fixture::new((ProviderType::Kimi, "kimi"), vec![ScriptTurn::text("ok")]);
+    let run1 = plain.run(&["-p", "hi"]);
+    assert_eq!(run1.code, Some(0), "{run1:?}");
+    let names = tool_names(&plain.requests()[0].body);
+    assert!(!names.iter().any(|n| n == "WebSearch"), "{names:?}");
+    assert!(names.iter().any(|n| n == "FetchURL"), "{names:?}");
+
+    // KIMI_WEB_SEARCH_BASE_URL / _API_KEY configure one.
+    let with = Fixture::new(
+        (ProviderType::Kimi, "kimi"),
+        vec![
+            ScriptTurn::tool_calls(&[("call_s", "WebSearch", r#"{"query":"q"}"#)]),
+            ScriptTurn::text("ok"),
+        ],
+    );
+    with.server
+        .route("/search", 200, &json!({"search_results": []}));
+    let mut cmd = with.command(&["-p", "hi"]);
+    cmd.env(
+        "KIMI_WEB_SEARCH_BASE_URL",
+        format!("{}/search", with.server.base_url()),
+    )
+    .env("KIMI_WEB_SEARCH_API_KEY", "search-key");
+    let run2 = run(cmd);
+    assert_eq!(run2.code, Some(0), "{run2:?}");
+    let requests = with.requests();
+    let search = requests.iter().find(|r| r.path == "/search").unwrap();
+    assert_eq!(search.header("authorization"), Some("Bearer search-key"));
+    let last = requests
+        .iter()
+        .rfind(|r| r.path.ends_with("/chat/completions"))
+        .unwrap();
+    let results = common::tool_results(&last.body);
+    assert!(results[0].1.contains("No results"), "{results:?}");
+}

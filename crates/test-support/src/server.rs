@@ -48,7 +48,7 @@ type Queued = (Option<String>, ScriptTurn);
 struct Shared {
     turns: Mutex<VecDeque<Queued>>,
     requests: Mutex<Vec<RecordedRequest>>,
-    /// Fixed answers (path without query → status, JSON body) served before any wire format:
+    /// Fixed answers (path without query → status, body) served before any wire format:
     /// the non-chat endpoints of an API (a model list, usage) next to its chat endpoint.
     routes: Mutex<Vec<(String, u16, String)>>,
 }
@@ -111,12 +111,16 @@ impl ScriptServer {
         }
     }
 
-    /// Answer every request to `path` (query ignored) with `status` and the JSON `body`; a
-    /// later call for the same path replaces the answer.
+    /// Answer every request to `path` (query ignored) with `status` and `body` (JSON; a JSON
+    /// string is sent as plain text); a later call for the same path replaces the answer.
     pub fn route(&self, path: &str, status: u16, body: &Value) {
+        let text = match body {
+            Value::String(text) => text.clone(),
+            other => other.to_string(),
+        };
         if let Ok(mut routes) = self.shared.routes.lock() {
             routes.retain(|(p, _, _)| p != path);
-            routes.push((path.to_owned(), status, body.to_string()));
+            routes.push((path.to_owned(), status, text));
         }
     }
 
