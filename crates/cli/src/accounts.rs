@@ -33,6 +33,38 @@ pub fn provider_for(home: &Path, model: &ResolvedModel) -> anyhow::Result<Arc<dy
     }
 }
 
+/// The plan quota lines of the configured Kimi login (`/usage`, `/status`); `None` when no
+/// login is configured.
+pub async fn plan_usage(
+    home: &Path,
+    config: &kimi_config::Config,
+) -> Option<Result<Vec<String>, String>> {
+    let provider = config.providers.get(kimi_auth::PROVIDER_NAME)?;
+    let oauth = provider.oauth.as_ref()?;
+    let endpoints = Endpoints::configured(
+        oauth.oauth_host.as_deref(),
+        provider.base_url.as_deref(),
+        &env,
+    );
+    let tokens = kimi_auth::TokenManager::new(TokenStore::new(home), &oauth.key, &endpoints);
+    let fetched = async {
+        let token = tokens.access_token(None).await?;
+        match kimi_auth::usage::fetch(&endpoints.base_url, &token).await {
+            Err(AuthError::Http { status: 401, .. }) => {
+                let fresh = tokens.access_token(Some(&token)).await?;
+                kimi_auth::usage::fetch(&endpoints.base_url, &fresh).await
+            }
+            other => other,
+        }
+    }
+    .await;
+    Some(
+        fetched
+            .map(|usage| usage.render(chrono::Utc::now()))
+            .map_err(|err| err.to_string()),
+    )
+}
+
 /// A browser can be opened: a terminal user on a desktop (never under tests, whose stderr is
 /// a pipe), unless `BROWSER=none`.
 fn can_open_browser() -> bool {

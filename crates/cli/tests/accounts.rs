@@ -530,3 +530,44 @@ fn web_search_is_offered_only_when_a_service_is_configured() {
     let results = common::tool_results(&last.body);
     assert!(results[0].1.contains("No results"), "{results:?}");
 }
+
+#[test]
+fn usage_shows_the_plans_quotas_from_the_server() {
+    let fixture = managed_api(Vec::new());
+    fixture.server.route(
+        "/coding/v1/usages",
+        200,
+        &json!({"usage": {"used": "40", "limit": "1000"},
+                "limits": [{"window": {"duration": 300, "timeUnit": "TIME_UNIT_MINUTE"},
+                            "detail": {"used": "50", "limit": "100"}}]}),
+    );
+    let oauth = OAuthStandIn::start(Vec::new(), Vec::new());
+    logged_in(&fixture, &oauth, 3000);
+    let config = kimi_config::Config::load_home(fixture.home.path());
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let lines = rt
+        .block_on(kimi_cli::accounts::plan_usage(fixture.home.path(), &config))
+        .expect("a login is configured")
+        .unwrap();
+    assert_eq!(
+        lines,
+        [
+            "Plan usage",
+            "  Weekly limit  40/1000 used (4%)",
+            "  5h limit      50/100 used (50%)",
+        ]
+    );
+    let request = fixture
+        .requests()
+        .into_iter()
+        .find(|r| r.path == "/coding/v1/usages")
+        .unwrap();
+    assert_eq!(request.header("authorization"), Some("Bearer old-token"));
+
+    // Without a login there are no plan quotas to show.
+    let empty = kimi_config::Config::default();
+    assert!(
+        rt.block_on(kimi_cli::accounts::plan_usage(fixture.home.path(), &empty))
+            .is_none()
+    );
+}
