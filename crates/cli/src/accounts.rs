@@ -65,6 +65,33 @@ pub async fn plan_usage(
     )
 }
 
+/// The credential key of the configured managed provider, else the one a new login would use.
+fn configured_key(config: &kimi_config::Config) -> String {
+    config
+        .providers
+        .get(kimi_auth::PROVIDER_NAME)
+        .and_then(|p| p.oauth.as_ref())
+        .map(|o| o.key.clone())
+        .unwrap_or_else(|| Endpoints::for_login(Region::default(), &env).credential_key())
+}
+
+/// Whether a Kimi login is stored for the configured managed provider (or the endpoints a new
+/// login would use): ACP `authenticate`.
+pub fn login_status() -> Result<(), String> {
+    let home = kimi_store::home_from_env().map_err(|e| e.to_string())?;
+    let config = kimi_config::Config::load_home(&home);
+    let key = configured_key(&config);
+    let store = TokenStore::new(&home);
+    match store.load(&key) {
+        Ok(Some(_)) => Ok(()),
+        Ok(None) => Err(AuthError::NotLoggedIn {
+            path: store.path_for(&key).map_err(|e| e.to_string())?,
+        }
+        .to_string()),
+        Err(err) => Err(err.to_string()),
+    }
+}
+
 /// A browser can be opened: a terminal user on a desktop (never under tests, whose stderr is
 /// a pipe), unless `BROWSER=none`.
 fn can_open_browser() -> bool {
@@ -206,12 +233,7 @@ pub fn logout() -> anyhow::Result<u8> {
     let home = kimi_store::home_from_env()?;
     let config = kimi_config::Config::load_home(&home);
     let store = TokenStore::new(&home);
-    let key = config
-        .providers
-        .get(kimi_auth::PROVIDER_NAME)
-        .and_then(|p| p.oauth.as_ref())
-        .map(|o| o.key.clone())
-        .unwrap_or_else(|| Endpoints::for_login(Region::default(), &env).credential_key());
+    let key = configured_key(&config);
     let path = store.path_for(&key)?;
     let had_token = store.remove(&key)?;
     let removed = managed::edit_config(&home.join("config.toml"), |doc| Ok(managed::remove(doc)))?;
