@@ -114,3 +114,23 @@ pub(crate) async fn get_bearer(
     let body = response.text().await.map_err(|err| network(url, &err))?;
     Ok((status, body))
 }
+
+/// GET `url` and return the body (a catalog, a registry): any status but 200 is an error.
+pub async fn fetch_text(url: &str, bearer: Option<&str>) -> Result<String, AuthError> {
+    let client = client_for(url)?;
+    let mut request = client.get(url);
+    if let Some(token) = bearer {
+        request = request.bearer_auth(token);
+    }
+    let response = request.send().await.map_err(|err| network(url, &err))?;
+    let status = response.status().as_u16();
+    let body = response.text().await.map_err(|err| network(url, &err))?;
+    if status != 200 {
+        return Err(AuthError::Http {
+            url: url.to_owned(),
+            status,
+            detail: body.chars().take(200).collect(),
+        });
+    }
+    Ok(body)
+}

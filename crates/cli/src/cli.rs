@@ -129,6 +129,12 @@ pub enum Command {
     },
     /// Log out of the Kimi account: delete the stored token and the managed provider.
     Logout,
+    /// Manage the providers and models of config.toml (from the models.dev catalog or a
+    /// custom registry).
+    Provider {
+        #[command(subcommand)]
+        command: ProviderCommand,
+    },
     /// Serve the local REST + WebSocket API and the browser UI (token in server.token).
     Web {
         /// Port to listen on (default 58627; the next free one when busy; 0 = any).
@@ -169,6 +175,61 @@ pub enum Command {
     Debug {
         #[command(subcommand)]
         command: DebugCommand,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum ProviderCommand {
+    /// Import every provider and model of a custom registry's api.json (models.dev format).
+    Add {
+        /// The registry's api.json (http(s) URL or file).
+        url: String,
+        /// The registry's API key (default $KIMI_REGISTRY_API_KEY).
+        #[arg(long = "api-key")]
+        api_key: Option<String>,
+    },
+    /// Delete a provider and its model aliases (default_model is unset if it was one).
+    Remove { id: String },
+    /// One line per provider: type, model count, source.
+    List {
+        #[arg(long)]
+        json: bool,
+    },
+    /// Browse and import from the models.dev catalog (bundled snapshot unless --url).
+    Catalog {
+        #[command(subcommand)]
+        command: CatalogCommand,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum CatalogCommand {
+    /// The catalog's providers, or the models of one.
+    List {
+        id: Option<String>,
+        /// Only names containing this text.
+        #[arg(long)]
+        filter: Option<String>,
+        /// A live or local catalog (e.g. https://models.dev/api.json, or a file).
+        #[arg(long)]
+        url: Option<String>,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Add a catalog provider and its models to config.toml.
+    Add {
+        id: String,
+        /// The provider's API key (default $KIMI_REGISTRY_API_KEY).
+        #[arg(long = "api-key")]
+        api_key: Option<String>,
+        /// Make `<id>/<model>` the default model.
+        #[arg(long = "default-model")]
+        default_model: Option<String>,
+        /// Use this endpoint instead of the catalog's.
+        #[arg(long = "base-url")]
+        base_url: Option<String>,
+        #[arg(long)]
+        url: Option<String>,
     },
 }
 
@@ -307,6 +368,41 @@ pub fn main() -> ExitCode {
             exit_code(crate::accounts::login(region.map(Into::into)))
         }
         Some(Command::Logout) => exit_code(crate::accounts::logout()),
+        Some(Command::Provider { command }) => exit_code(match command {
+            ProviderCommand::Add { url, api_key } => crate::providers::add(&url, api_key),
+            ProviderCommand::Remove { id } => crate::providers::remove(&id),
+            ProviderCommand::List { json } => crate::providers::list(json),
+            ProviderCommand::Catalog {
+                command:
+                    CatalogCommand::List {
+                        id,
+                        filter,
+                        url,
+                        json,
+                    },
+            } => crate::providers::catalog_list(
+                id.as_deref(),
+                filter.as_deref(),
+                url.as_deref(),
+                json,
+            ),
+            ProviderCommand::Catalog {
+                command:
+                    CatalogCommand::Add {
+                        id,
+                        api_key,
+                        default_model,
+                        base_url,
+                        url,
+                    },
+            } => crate::providers::catalog_add(
+                &id,
+                api_key,
+                default_model.as_deref(),
+                base_url.as_deref(),
+                url.as_deref(),
+            ),
+        }),
         Some(Command::Acp { login: false, .. }) => match crate::acp::run(&cli.run) {
             Ok(code) => ExitCode::from(code),
             Err(err) => {
@@ -423,6 +519,7 @@ fn start_logging(cli: &Cli) -> Option<crate::logging::FlushGuard> {
         Some(Command::Acp { .. }) => "acp",
         Some(Command::Login { .. }) => "login",
         Some(Command::Logout) => "logout",
+        Some(Command::Provider { .. }) => "provider",
         Some(Command::Web { .. }) => "web",
         Some(Command::Doctor { .. }) => "doctor",
         Some(Command::Export { .. }) => "export",

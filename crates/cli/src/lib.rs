@@ -14,6 +14,7 @@ pub mod hosted;
 pub mod interactive;
 pub mod logging;
 pub mod print;
+pub mod providers;
 pub mod run;
 pub mod sessions;
 pub mod web;
