@@ -134,3 +134,23 @@ pub async fn fetch_text(url: &str, bearer: Option<&str>) -> Result<String, AuthE
     }
     Ok(body)
 }
+
+/// GET `url` and return the body bytes (a release download): any status but 200 is an error.
+pub async fn fetch_bytes(url: &str) -> Result<Vec<u8>, AuthError> {
+    let client = client_for(url)?;
+    let response = client
+        .get(url)
+        .send()
+        .await
+        .map_err(|err| network(url, &err))?;
+    let status = response.status().as_u16();
+    let body = response.bytes().await.map_err(|err| network(url, &err))?;
+    if status != 200 {
+        return Err(AuthError::Http {
+            url: url.to_owned(),
+            status,
+            detail: String::from_utf8_lossy(&body).chars().take(200).collect(),
+        });
+    }
+    Ok(body.to_vec())
+}

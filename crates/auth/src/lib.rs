@@ -22,7 +22,7 @@ mod http;
 
 pub use endpoints::{Endpoints, Region};
 pub use error::AuthError;
-pub use http::fetch_text;
+pub use http::{fetch_bytes, fetch_text};
 pub use refresh::TokenManager;
 pub use store::{Token, TokenStore};
 

@@ -129,6 +129,17 @@ pub enum Command {
     },
     /// Log out of the Kimi account: delete the stored token and the managed provider.
     Logout,
+    /// Install a newer kimi-rs from a release manifest (version, per-target URL and SHA-256):
+    /// downloaded, checked and swapped in atomically.
+    #[command(alias = "update")]
+    Upgrade {
+        /// The manifest (http(s) or file:// URL; default $KIMI_RS_UPDATE_URL).
+        #[arg(long = "manifest-url")]
+        manifest_url: Option<String>,
+        /// Only say whether a newer version exists.
+        #[arg(long)]
+        check: bool,
+    },
     /// Manage the providers and models of config.toml (from the models.dev catalog or a
     /// custom registry).
     Provider {
@@ -368,6 +379,10 @@ pub fn main() -> ExitCode {
             exit_code(crate::accounts::login(region.map(Into::into)))
         }
         Some(Command::Logout) => exit_code(crate::accounts::logout()),
+        Some(Command::Upgrade {
+            manifest_url,
+            check,
+        }) => exit_code(crate::upgrade::run(manifest_url, check)),
         Some(Command::Provider { command }) => exit_code(match command {
             ProviderCommand::Add { url, api_key } => crate::providers::add(&url, api_key),
             ProviderCommand::Remove { id } => crate::providers::remove(&id),
@@ -520,6 +535,7 @@ fn start_logging(cli: &Cli) -> Option<crate::logging::FlushGuard> {
         Some(Command::Login { .. }) => "login",
         Some(Command::Logout) => "logout",
         Some(Command::Provider { .. }) => "provider",
+        Some(Command::Upgrade { .. }) => "upgrade",
         Some(Command::Web { .. }) => "web",
         Some(Command::Doctor { .. }) => "doctor",
         Some(Command::Export { .. }) => "export",

@@ -17,4 +17,5 @@ pub mod print;
 pub mod providers;
 pub mod run;
 pub mod sessions;
+pub mod upgrade;
 pub mod web;
