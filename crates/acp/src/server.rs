@@ -12,12 +12,13 @@ use std::sync::{Arc, Mutex, PoisonError};
 use agent_client_protocol::v1::ConnectionTo;
 use agent_client_protocol::v1::schema::SessionUpdate;
 use agent_client_protocol::v1::schema::{
-    AgentCapabilities, CancelNotification, ContentBlock, CurrentModeUpdate, Implementation,
-    InitializeRequest, InitializeResponse, LoadSessionRequest, LoadSessionResponse,
-    McpCapabilities, NewSessionRequest, NewSessionResponse, PromptCapabilities, PromptRequest,
-    PromptResponse, RequestPermissionOutcome, RequestPermissionRequest, SessionNotification,
-    SetSessionModeRequest, SetSessionModeResponse, StopReason, TextContent, ToolCallContent,
-    ToolCallUpdate, ToolCallUpdateFields,
+    AgentCapabilities, AuthMethod, AuthMethodTerminal, AuthenticateRequest, AuthenticateResponse,
+    CancelNotification, ContentBlock, CurrentModeUpdate, Implementation, InitializeRequest,
+    InitializeResponse, LoadSessionRequest, LoadSessionResponse, McpCapabilities,
+    NewSessionRequest, NewSessionResponse, PromptCapabilities, PromptRequest, PromptResponse,
+    RequestPermissionOutcome, RequestPermissionRequest, SessionNotification, SetSessionModeRequest,
+    SetSessionModeResponse, StopReason, TextContent, ToolCallContent, ToolCallUpdate,
+    ToolCallUpdateFields,
 };
 use agent_client_protocol::{Agent, ByteStreams, Client, Error as AcpError};
 use kimi_core::engine::agent::AgentHandle;
@@ -316,10 +317,18 @@ fn stop_reason(
 
 /// Serve ACP over `reader`/`writer` (stdin/stdout for `kimi-rs acp`) until the editor closes
 /// the connection.
+/// Whether the Kimi account login is in place (`authenticate`): `Err` says what to do.
+pub type LoginCheck = Arc<dyn Fn() -> Result<(), String> + Send + Sync>;
+
+/// The one auth method: the editor runs `kimi-rs acp --login` in a terminal (ACP "terminal
+/// auth"), then calls `authenticate` with this id.
+pub const LOGIN_METHOD: &str = "login";
+
 pub async fn serve(
     host: Arc<SessionHost>,
     reader: impl tokio::io::AsyncRead + Send + Unpin + 'static,
     writer: impl tokio::io::AsyncWrite + Send + Unpin + 'static,
+    login: LoginCheck,
 ) -> Result<(), AcpError> {
     let sessions: Sessions = Arc::default();
     let new_host = host.clone();
@@ -355,8 +364,34 @@ pub async fn serve(
                                     .embedded_context(true),
                             ),
                     )
-                    .agent_info(Implementation::new("kimi-rs", env!("CARGO_PKG_VERSION"))),
+                    .agent_info(Implementation::new("kimi-rs", env!("CARGO_PKG_VERSION")))
+                    .auth_methods(vec![AuthMethod::Terminal(
+                        AuthMethodTerminal::new(LOGIN_METHOD, "Log in to Kimi Code")
+                            .description(
+                                "Opens a terminal running the Kimi account device login".to_owned(),
+                            )
+                            .args(vec!["--login".to_owned()]),
+                    )]),
                 )
+            },
+            agent_client_protocol::on_receive_request!(),
+        )
+        .on_receive_request(
+            async move |request: AuthenticateRequest, responder, _cx| {
+                if request.method_id.0.as_ref() != LOGIN_METHOD {
+                    return responder.respond_with_error(AcpError::invalid_params().data(
+                        serde_json::Value::from(format!(
+                            "unknown auth method `{}`; the only one is `{LOGIN_METHOD}`",
+                            request.method_id.0
+                        )),
+                    ));
+                }
+                match login() {
+                    Ok(()) => responder.respond(AuthenticateResponse::new()),
+                    Err(message) => responder.respond_with_error(
+                        AcpError::auth_required().data(serde_json::Value::from(message)),
+                    ),
+                }
             },
             agent_client_protocol::on_receive_request!(),
         )

@@ -14,7 +14,9 @@ pub fn run(args: &RunArgs) -> anyhow::Result<u8> {
         .enable_all()
         .build()?;
     let result = runtime.block_on(async {
-        let result = kimi_acp::serve(host.clone(), tokio::io::stdin(), tokio::io::stdout()).await;
+        let login = Arc::new(crate::accounts::login_status);
+        let result =
+            kimi_acp::serve(host.clone(), tokio::io::stdin(), tokio::io::stdout(), login).await;
         host.shutdown().await;
         result
     });

@@ -111,7 +111,41 @@ pub enum Command {
         args: Vec<std::ffi::OsString>,
     },
     /// Serve the Agent Client Protocol on stdin/stdout for editors (Zed, JetBrains, …).
-    Acp,
+    Acp {
+        /// Run the Kimi account login (as `kimi-rs login`) and exit: the editor's "terminal
+        /// auth".
+        #[arg(long)]
+        login: bool,
+        /// Login region with --login.
+        #[arg(long, value_enum, requires = "login")]
+        region: Option<RegionArg>,
+    },
+    /// Log in to a Kimi account (device code: open the printed URL and enter the code); sets up
+    /// the managed provider `managed:kimi-code` and its `kimi-code/*` models in config.toml.
+    Login {
+        /// Login region: mainland-cn (kimi.com, the default) or global (kimi.ai).
+        #[arg(long, value_enum)]
+        region: Option<RegionArg>,
+    },
+    /// Log out of the Kimi account: delete the stored token and the managed provider.
+    Logout,
+    /// Install a newer kimi-rs from a release manifest (version, per-target URL and SHA-256):
+    /// downloaded, checked and swapped in atomically.
+    #[command(alias = "update")]
+    Upgrade {
+        /// The manifest (http(s) or file:// URL; default $KIMI_RS_UPDATE_URL).
+        #[arg(long = "manifest-url")]
+        manifest_url: Option<String>,
+        /// Only say whether a newer version exists.
+        #[arg(long)]
+        check: bool,
+    },
+    /// Manage the providers and models of config.toml (from the models.dev catalog or a
+    /// custom registry).
+    Provider {
+        #[command(subcommand)]
+        command: ProviderCommand,
+    },
     /// Serve the local REST + WebSocket API and the browser UI (token in server.token).
     Web {
         /// Port to listen on (default 58627; the next free one when busy; 0 = any).
@@ -171,6 +205,80 @@ pub enum Command {
         #[command(subcommand)]
         command: DebugCommand,
     },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum ProviderCommand {
+    /// Import every provider and model of a custom registry's api.json (models.dev format).
+    Add {
+        /// The registry's api.json (http(s) URL or file).
+        url: String,
+        /// The registry's API key (default $KIMI_REGISTRY_API_KEY).
+        #[arg(long = "api-key")]
+        api_key: Option<String>,
+    },
+    /// Delete a provider and its model aliases (default_model is unset if it was one).
+    Remove { id: String },
+    /// One line per provider: type, model count, source.
+    List {
+        #[arg(long)]
+        json: bool,
+    },
+    /// Browse and import from the models.dev catalog (bundled snapshot unless --url).
+    Catalog {
+        #[command(subcommand)]
+        command: CatalogCommand,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum CatalogCommand {
+    /// The catalog's providers, or the models of one.
+    List {
+        id: Option<String>,
+        /// Only names containing this text.
+        #[arg(long)]
+        filter: Option<String>,
+        /// A live or local catalog (e.g. https://models.dev/api.json, or a file).
+        #[arg(long)]
+        url: Option<String>,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Add a catalog provider and its models to config.toml.
+    Add {
+        id: String,
+        /// The provider's API key (default $KIMI_REGISTRY_API_KEY).
+        #[arg(long = "api-key")]
+        api_key: Option<String>,
+        /// Make `<id>/<model>` the default model.
+        #[arg(long = "default-model")]
+        default_model: Option<String>,
+        /// Use this endpoint instead of the catalog's.
+        #[arg(long = "base-url")]
+        base_url: Option<String>,
+        #[arg(long)]
+        url: Option<String>,
+    },
+}
+
+/// `--region` of `login` and `acp --login`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum RegionArg {
+    /// kimi.com
+    #[value(name = "mainland-cn")]
+    MainlandCn,
+    /// kimi.ai
+    Global,
+}
+
+impl From<RegionArg> for kimi_auth::Region {
+    fn from(region: RegionArg) -> kimi_auth::Region {
+        match region {
+            RegionArg::MainlandCn => kimi_auth::Region::MainlandCn,
+            RegionArg::Global => kimi_auth::Region::Global,
+        }
+    }
 }
 
 #[derive(Debug, Subcommand)]
@@ -306,7 +414,54 @@ pub fn main() -> ExitCode {
                 ExitCode::FAILURE
             }
         },
-        Some(Command::Acp) => match crate::acp::run(&cli.run) {
+        Some(Command::Acp {
+            login: true,
+            region,
+        })
+        | Some(Command::Login { region }) => {
+            exit_code(crate::accounts::login(region.map(Into::into)))
+        }
+        Some(Command::Logout) => exit_code(crate::accounts::logout()),
+        Some(Command::Upgrade {
+            manifest_url,
+            check,
+        }) => exit_code(crate::upgrade::run(manifest_url, check)),
+        Some(Command::Provider { command }) => exit_code(match command {
+            ProviderCommand::Add { url, api_key } => crate::providers::add(&url, api_key),
+            ProviderCommand::Remove { id } => crate::providers::remove(&id),
+            ProviderCommand::List { json } => crate::providers::list(json),
+            ProviderCommand::Catalog {
+                command:
+                    CatalogCommand::List {
+                        id,
+                        filter,
+                        url,
+                        json,
+                    },
+            } => crate::providers::catalog_list(
+                id.as_deref(),
+                filter.as_deref(),
+                url.as_deref(),
+                json,
+            ),
+            ProviderCommand::Catalog {
+                command:
+                    CatalogCommand::Add {
+                        id,
+                        api_key,
+                        default_model,
+                        base_url,
+                        url,
+                    },
+            } => crate::providers::catalog_add(
+                &id,
+                api_key,
+                default_model.as_deref(),
+                base_url.as_deref(),
+                url.as_deref(),
+            ),
+        }),
+        Some(Command::Acp { login: false, .. }) => match crate::acp::run(&cli.run) {
             Ok(code) => ExitCode::from(code),
             Err(err) => {
                 eprintln!("kimi-rs: {err:#}");
@@ -432,6 +587,16 @@ pub fn main() -> ExitCode {
     }
 }
 
+fn exit_code(outcome: anyhow::Result<u8>) -> ExitCode {
+    match outcome {
+        Ok(code) => ExitCode::from(code),
+        Err(err) => {
+            eprintln!("kimi-rs: {err:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
 /// Logging for every entry point but the sandbox helper (it runs inside the sandbox, where
 /// the home is read-only, and execs the command right away).
 fn start_logging(cli: &Cli) -> Option<crate::logging::FlushGuard> {
@@ -439,7 +604,12 @@ fn start_logging(cli: &Cli) -> Option<crate::logging::FlushGuard> {
         Some(Command::SandboxExec { .. }) => return None,
         Some(Command::Demo { .. }) => "demo",
         Some(Command::Sandbox { .. }) => "sandbox",
-        Some(Command::Acp) => "acp",
+        Some(Command::Acp { login: true, .. }) => "login",
+        Some(Command::Acp { .. }) => "acp",
+        Some(Command::Login { .. }) => "login",
+        Some(Command::Logout) => "logout",
+        Some(Command::Provider { .. }) => "provider",
+        Some(Command::Upgrade { .. }) => "upgrade",
         Some(Command::Web { .. }) => "web",
         Some(Command::Doctor { .. }) => "doctor",
         Some(Command::Export { .. }) => "export",
@@ -450,7 +620,7 @@ fn start_logging(cli: &Cli) -> Option<crate::logging::FlushGuard> {
         None => "tui",
     };
     // ACP's stdio belongs to the editor: not even the notice goes there.
-    let notices = !matches!(cli.command, Some(Command::Acp));
+    let notices = !matches!(cli.command, Some(Command::Acp { login: false, .. }));
     crate::logging::init_from_env(mode, cli.log_level, notices)
 }
 

@@ -282,9 +282,11 @@ fn check_models(check: &mut Check, text: &str, parsed: &Config) {
         .resolve_model(None, &env)
         .map_err(|e| e.to_string())
         .and_then(|model| {
-            kimi_llm::build_provider(&model)
+            // A login model checks that the login is there (the token itself is not used).
+            let home = config.path.parent().unwrap_or(std::path::Path::new("."));
+            crate::accounts::provider_for(home, &model)
                 .map(|_| ())
-                .map_err(|e| e.to_string())
+                .map_err(|e| format!("{e:#}"))
         });
     if let Err(err) = resolved {
         check.problems.push(format!(

@@ -29,6 +29,13 @@ pub struct Extensions {
     pub mcp_problem: Option<String>,
     /// Where MCP servers are configured (surface.md §10), shown by `/mcp` when there are none.
     pub mcp_config_files: Vec<String>,
+    /// WebSearch (only when a search service exists) and FetchURL through a fetch service
+    /// (`[services]`, `KIMI_WEB_*`, the Kimi login), replacing the local-only FetchURL.
+    service_tools: Vec<Arc<dyn kimi_tools::Tool>>,
+}
+
+fn service_tools(home: &Path, config: &Config) -> Vec<Arc<dyn kimi_tools::Tool>> {
+    kimi_auth::services::tools(home, config, &|name| std::env::var(name).ok())
 }
 
 /// Where MCP servers are configured (surface.md §10): the user file, then the project's.
@@ -108,6 +115,7 @@ impl Extensions {
             warnings,
             mcp_problem,
             mcp_config_files: mcp_config_files(home),
+            service_tools: service_tools(home, settings),
         }
     }
 
@@ -132,6 +140,7 @@ impl Extensions {
             warnings,
             mcp_problem: None,
             mcp_config_files: mcp_config_files(home),
+            service_tools: service_tools(home, config),
         }
     }
 
@@ -149,7 +158,7 @@ impl Extensions {
             })
         };
         SessionExtensions {
-            tools: Vec::new(),
+            tools: self.service_tools.clone(),
             session_tools: vec![skill_tool],
             skills_prompt: self.skills.prompt_listing(),
             skill_roots: self.skills.roots(),

@@ -95,6 +95,8 @@ struct Launch {
     cwd: PathBuf,
     model_name: String,
     context_window: u64,
+    home: PathBuf,
+    config: Arc<Config>,
 }
 
 /// The mode (flags over `default_permission_mode` / `default_plan_mode`) and the user's rules;
@@ -219,6 +221,19 @@ async fn serve(
                     .await
                 }
             }
+        }
+        HostRequest::PlanUsage => {
+            // Off the host loop: the usage server may take a while to answer.
+            let (home, config, updates) =
+                (launch.home.clone(), launch.config.clone(), updates.clone());
+            tokio::spawn(async move {
+                let update = match crate::accounts::plan_usage(&home, &config).await {
+                    None => return,
+                    Some(Ok(lines)) => HostUpdate::Notice(lines.join("\n")),
+                    Some(Err(err)) => HostUpdate::Warning(format!("Plan usage: {err}")),
+                };
+                let _ = updates.send(update).await;
+            });
         }
         HostRequest::CopyToClipboard { text } => {
             // OSC 52: the terminal (also over SSH) puts the text on the system clipboard.
@@ -397,6 +412,8 @@ pub fn run(args: &RunArgs) -> anyhow::Result<u8> {
             cwd: cwd.clone(),
             model_name,
             context_window,
+            home: home.clone(),
+            config: config.clone(),
         });
         let opened = launch.open(resume)?;
         // Shown in the transcript, where the user sees them (stderr would scroll away).

@@ -1,6 +1,7 @@
 //! Library half of the `kimi-rs` binary, so integration tests can drive the same code the
 //! command line runs.
 
+pub mod accounts;
 pub mod acp;
 pub mod cli;
 pub mod config;
@@ -14,6 +15,8 @@ pub mod import;
 pub mod interactive;
 pub mod logging;
 pub mod print;
+pub mod providers;
 pub mod run;
 pub mod sessions;
+pub mod upgrade;
 pub mod web;

@@ -15,7 +15,7 @@ use kimi_core::session::{
 };
 use kimi_core::subagent::{ModelPool, PoolModel};
 use kimi_llm::config::LlmConfig;
-use kimi_llm::{ModelParams, Provider, RetryPolicy, build_provider};
+use kimi_llm::{ModelParams, Provider, RetryPolicy};
 use kimi_protocol::ContentPart;
 use kimi_protocol::ops::PermissionMode;
 use kimi_protocol::ops::{Event, Op, TurnEndReason};
@@ -41,7 +41,8 @@ pub fn resolve_model(config: &Config, alias: Option<&str>) -> anyhow::Result<Mod
     let llm = LlmConfig::from_config(config)?;
     let env = |name: &str| std::env::var(name).ok();
     let model = llm.resolve_model(alias, &env)?;
-    let provider = build_provider(&model)?;
+    let home = config.path.parent().unwrap_or(std::path::Path::new("."));
+    let provider = crate::accounts::provider_for(home, &model)?;
     let params = ModelParams {
         max_tokens: model.max_output_size,
         thinking: model.effective_thinking(llm.thinking_effort()),

@@ -575,3 +575,44 @@ fn ask_user_question_is_asked_as_a_permission_request_per_question() {
     assert!(result.contains("dismissed"), "{result}");
     editor.close();
 }
+
+#[test]
+fn terminal_login_is_advertised_and_authenticate_reports_the_login() {
+    let fx = Fixture::new(CORE_FORMATS[0], Vec::new());
+    let mut editor = Editor::start(&fx);
+    let init = editor.call(
+        "initialize",
+        json!({"protocolVersion": 1, "clientCapabilities": {}}),
+    );
+    let methods = &init["result"]["authMethods"];
+    assert_eq!(methods[0]["type"], "terminal", "{init}");
+    assert_eq!(methods[0]["id"], "login", "{init}");
+    assert_eq!(methods[0]["args"], json!(["--login"]), "{init}");
+
+    // No stored login: auth required (-32000), saying what to run.
+    let refused = editor.call("authenticate", json!({"methodId": "login"}));
+    assert_eq!(refused["error"]["code"], -32000, "{refused}");
+    assert!(
+        refused["error"]["data"]
+            .as_str()
+            .unwrap()
+            .contains("kimi-rs login"),
+        "{refused}"
+    );
+
+    // Once `kimi-rs acp --login` has stored a token, authenticate succeeds.
+    let dir = fx.home.path().join("credentials");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(
+        dir.join("kimi-code.json"),
+        json!({"access_token": "a", "refresh_token": "r", "expires_at": 4_000_000_000_i64,
+               "expires_in": 3600})
+        .to_string(),
+    )
+    .unwrap();
+    let accepted = editor.call("authenticate", json!({"methodId": "login"}));
+    assert!(accepted.get("error").is_none(), "{accepted}");
+    let unknown = editor.call("authenticate", json!({"methodId": "other"}));
+    assert_eq!(unknown["error"]["code"], -32602, "{unknown}");
+    editor.close();
+}

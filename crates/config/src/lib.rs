@@ -23,7 +23,7 @@ use std::time::{Duration, SystemTime};
 
 pub use diag::{ConfigErrors, Diagnostic, Severity, did_you_mean, line_of};
 pub use file::read_regular_file;
-pub use providers::{ModelEntry, ModelOverrides, ProviderEntry, ProviderType};
+pub use providers::{ModelEntry, ModelOverrides, OAuthRef, ProviderEntry, ProviderType};
 pub use sections::*;
 
 /// The parsed `config.toml`, environment overrides applied. `Default` is "no file".

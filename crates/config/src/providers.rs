@@ -1,6 +1,6 @@
 //! `[providers.<id>]` and `[models.<alias>]` (surface.md §4.2). kimi-llm resolves and builds
-//! providers from these; keys kimi-rs keeps but does not act on (OAuth, catalog metadata) are
-//! reported as unsupported when set.
+//! providers from these; keys kimi-rs keeps but does not act on (catalog metadata, per-model
+//! OAuth) are reported as unsupported when set.
 
 use std::collections::BTreeMap;
 
@@ -90,15 +90,29 @@ pub struct ProviderEntry {
     pub custom_headers: BTreeMap<String, String>,
     #[serde(default)]
     pub default_model: Option<String>,
-    /// Written by Kimi Code's login; kimi-rs has no OAuth (reported as unsupported).
+    /// Written by `kimi-rs login` (and Kimi Code's): the provider authenticates with the
+    /// stored account token instead of `api_key`.
     #[serde(default)]
-    pub oauth: Option<toml::Value>,
+    pub oauth: Option<OAuthRef>,
     /// `static` | `discover` | `oauth-catalog`; kimi-rs only knows static models (reported).
     #[serde(default)]
     pub model_source: Option<String>,
     /// Registry metadata written by imports; informational only.
     #[serde(default)]
     pub source: Option<toml::Value>,
+}
+
+/// Where an account login keeps its token (`oauth = { storage, key, oauth_host }` of a provider
+/// or a service): `key` names the credential (`oauth/kimi-code` is
+/// `$KIMI_RS_HOME/credentials/kimi-code.json`), `oauth_host` the server that refreshes it.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+pub struct OAuthRef {
+    /// `file` (kimi-rs's only store) or `keyring` (reported by kimi-rs when it meets it).
+    #[serde(default)]
+    pub storage: Option<String>,
+    pub key: String,
+    #[serde(default)]
+    pub oauth_host: Option<String>,
 }
 
 /// `[models.<alias>.overrides]`: non-identity fields that win over the entry itself.

@@ -61,7 +61,10 @@ mod tests {
             api_key: Some(SECRET.to_owned()),
             env: BTreeMap::from([("KIMI_API_KEY".to_owned(), SECRET.to_owned())]),
             custom_headers: BTreeMap::from([("x-api-key".to_owned(), SECRET.to_owned())]),
-            oauth: Some(toml::Value::String(SECRET.to_owned())),
+            oauth: Some(crate::OAuthRef {
+                key: SECRET.to_owned(),
+                ..crate::OAuthRef::default()
+            }),
             ..ProviderEntry::default()
         };
         let entry = ModelEntry {

@@ -148,7 +148,7 @@ pub struct Image {
 pub struct ServiceEntry {
     pub base_url: Option<String>,
     pub api_key: Option<String>,
-    pub oauth: Option<toml::Value>,
+    pub oauth: Option<crate::OAuthRef>,
     pub custom_headers: Option<BTreeMap<String, String>>,
 }
 

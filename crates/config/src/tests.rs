@@ -201,10 +201,8 @@ fn settings_kimi_rs_does_not_act_on_are_reported_once_each_when_set() {
         "thinking.keep",
         "token_counting",
         "identity",
-        "services",
         "experimental",
         "model_catalog",
-        "providers.moon.oauth",
         "models.k2.beta_api",
         "cron.clock",
     ] {
@@ -220,6 +218,8 @@ fn settings_kimi_rs_does_not_act_on_are_reported_once_each_when_set() {
         "mcp",
         "tools",
         "cron.disabled",
+        "services",
+        "providers.moon.oauth",
     ] {
         assert!(!unsupported.iter().any(|k| k == key), "{key}");
     }

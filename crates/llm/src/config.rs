@@ -11,7 +11,12 @@ use std::path::{Path, PathBuf};
 
 use crate::request::ThinkingEffort;
 
-pub use kimi_config::{ModelEntry, ModelOverrides, ProviderEntry, ProviderType, ThinkingSection};
+pub use kimi_config::{
+    ModelEntry, ModelOverrides, OAuthRef, ProviderEntry, ProviderType, ThinkingSection,
+};
+
+/// The provider `kimi-rs login` writes to `config.toml` (surface.md §5.5).
+pub const MANAGED_PROVIDER: &str = "managed:kimi-code";
 
 /// Where an API key came from, so an auth error can tell the user what to fix.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -29,6 +34,11 @@ pub enum KeySource {
     },
     /// A process environment variable (the `KIMI_MODEL_*` channel).
     EnvVar(String),
+    /// An account login (`oauth` of `[providers.<provider>]`): the token stored under
+    /// `credentials/` by `kimi-rs login`, refreshed as it nears expiry.
+    Login {
+        key: String,
+    },
     Scripted,
     Unknown,
 }
@@ -51,6 +61,10 @@ impl fmt::Display for KeySource {
                 )
             }
             KeySource::EnvVar(name) => write!(f, "the environment variable {name}"),
+            KeySource::Login { key } => write!(
+                f,
+                "the account login `{key}` (run `kimi-rs login` to sign in again)"
+            ),
             KeySource::Scripted => f.write_str("the scripted provider"),
             KeySource::Unknown => f.write_str("an unknown source"),
         }
@@ -85,7 +99,7 @@ pub enum ConfigError {
         path: PathBuf,
     },
     #[error(
-        "no model configured: set `default_model` in {path}, pass -m <alias>, or set KIMI_MODEL_NAME and KIMI_MODEL_API_KEY"
+        "no model configured: run `kimi-rs login` to use your Kimi account, or set `default_model` in {path}, pass -m <alias>, or set KIMI_MODEL_NAME and KIMI_MODEL_API_KEY"
     )]
     NoModel { path: PathBuf },
     #[error("environment variable {var} {problem}")]
@@ -120,8 +134,13 @@ pub struct ResolvedModel {
     pub provider_type: ProviderType,
     pub model: String,
     pub base_url: String,
+    /// The key sent to the provider; empty for a login provider until the account token is
+    /// filled in (see `oauth`).
     pub api_key: String,
     pub key_source: KeySource,
+    /// Set when the provider authenticates with an account login instead of a key: whoever
+    /// builds the provider must put the current access token into `api_key` first.
+    pub oauth: Option<OAuthRef>,
     /// Extra request headers; provider entries win over `KIMI_CODE_CUSTOM_HEADERS`.
     pub custom_headers: Vec<(String, String)>,
     pub max_context_size: u64,
@@ -329,6 +348,13 @@ impl LlmConfig {
                         key: format!("providers.{}.api_key", entry.provider),
                     },
                 )
+            } else if let Some(oauth) = &provider.oauth {
+                (
+                    String::new(),
+                    KeySource::Login {
+                        key: oauth.key.clone(),
+                    },
+                )
             } else if let Some((var, key)) = key_names.iter().find_map(|name| {
                 provider
                     .env
@@ -351,9 +377,17 @@ impl LlmConfig {
                     env_name: key_names.first().copied().unwrap_or("API_KEY").to_owned(),
                 });
             };
+        // KIMI_CODE_BASE_URL points the managed provider elsewhere (staging, a local
+        // stand-in) without rewriting config.toml, as in the reference.
+        let managed_env_base = (entry.provider == MANAGED_PROVIDER)
+            .then(|| env("KIMI_CODE_BASE_URL"))
+            .flatten()
+            .map(|u| u.trim().trim_end_matches('/').to_owned())
+            .filter(|u| !u.is_empty());
         let base_url = entry
             .base_url
             .clone()
+            .or(managed_env_base)
             .or_else(|| provider.base_url.clone())
             .or_else(|| provider.env.get(base_name).cloned())
             .unwrap_or_else(|| provider_type.default_base_url().to_owned());
@@ -370,6 +404,9 @@ impl LlmConfig {
             model: entry.model.clone(),
             base_url,
             api_key,
+            oauth: matches!(key_source, KeySource::Login { .. })
+                .then(|| provider.oauth.clone())
+                .flatten(),
             key_source,
             custom_headers,
             max_context_size: overrides.max_context_size.unwrap_or(entry.max_context_size),
@@ -539,6 +576,7 @@ fn env_model(
         model: name,
         api_key,
         key_source: KeySource::EnvVar("KIMI_MODEL_API_KEY".to_owned()),
+        oauth: None,
         custom_headers: env_custom_headers(env),
         max_context_size,
         max_output_size: env_number(env, "KIMI_MODEL_MAX_OUTPUT_SIZE")?,

@@ -154,6 +154,10 @@ pub enum LlmError {
     Cancelled,
     #[error("could not build the {provider} request: {detail}")]
     InvalidRequest { provider: String, detail: String },
+    /// The provider authenticates with an account login (OAuth) that is missing, expired
+    /// beyond refresh, or was revoked: only logging in again helps, so it is not retried.
+    #[error("{provider}: {message}")]
+    LoginRequired { provider: String, message: String },
 }
 
 /// Statuses worth retrying (§h.10).
@@ -169,7 +173,7 @@ impl LlmError {
             | LlmError::StreamError { .. }
             | LlmError::StreamStalled { .. }
             | LlmError::EmptyResponse { .. } => ErrorKind::Transient,
-            LlmError::Auth { .. } => ErrorKind::Auth,
+            LlmError::Auth { .. } | LlmError::LoginRequired { .. } => ErrorKind::Auth,
             LlmError::QuotaExhausted { .. } => ErrorKind::QuotaExhausted,
             LlmError::ContextOverflow { .. } => ErrorKind::ContextOverflow,
             LlmError::RequestTooLarge { .. } => ErrorKind::RequestTooLarge,
@@ -226,7 +230,8 @@ impl LlmError {
             | LlmError::InvalidRequest { .. }
             | LlmError::RetryAfterTooLong { .. }
             | LlmError::ResponseTooLarge { .. }
-            | LlmError::TooManyToolCalls { .. } => None,
+            | LlmError::TooManyToolCalls { .. }
+            | LlmError::LoginRequired { .. } => None,
         }
     }
 
@@ -250,7 +255,8 @@ impl LlmError {
             | LlmError::Cancelled
             | LlmError::InvalidRequest { .. }
             | LlmError::ResponseTooLarge { .. }
-            | LlmError::TooManyToolCalls { .. } => None,
+            | LlmError::TooManyToolCalls { .. }
+            | LlmError::LoginRequired { .. } => None,
         }
     }
 
@@ -276,6 +282,7 @@ impl LlmError {
             LlmError::RetryAfterTooLong { .. } => "retry_after_too_long",
             LlmError::ResponseTooLarge { .. } => "response_too_large",
             LlmError::TooManyToolCalls { .. } => "too_many_tool_calls",
+            LlmError::LoginRequired { .. } => "login_required",
         }
     }
 }

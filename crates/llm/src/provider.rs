@@ -28,6 +28,12 @@ pub trait Provider: Send + Sync {
 
 /// Builds the HTTP provider for a resolved model.
 pub fn build_provider(model: &ResolvedModel) -> Result<Arc<dyn Provider>, LlmError> {
+    if model.oauth.is_some() && model.api_key.is_empty() {
+        return Err(LlmError::LoginRequired {
+            provider: model.provider_id.clone(),
+            message: "this provider signs in with an account login and no access token was supplied; run `kimi-rs login`".to_owned(),
+        });
+    }
     Ok(match model.provider_type {
         ProviderType::Kimi | ProviderType::OpenAi => {
             Arc::new(crate::openai_chat::OpenAiChatProvider::new(model.clone())?)

@@ -48,6 +48,9 @@ type Queued = (Option<String>, ScriptTurn);
 struct Shared {
     turns: Mutex<VecDeque<Queued>>,
     requests: Mutex<Vec<RecordedRequest>>,
+    /// Fixed answers (path without query → status, body) served before any wire format:
+    /// the non-chat endpoints of an API (a model list, usage) next to its chat endpoint.
+    routes: Mutex<Vec<(String, u16, String)>>,
 }
 
 /// A scripted provider endpoint on `127.0.0.1:<random port>`. Dropping it stops the server.
@@ -61,7 +64,7 @@ impl ScriptServer {
     pub async fn start(turns: Vec<ScriptTurn>) -> std::io::Result<Self> {
         let shared = Arc::new(Shared {
             turns: Mutex::new(turns.into_iter().map(|t| (None, t)).collect()),
-            requests: Mutex::new(Vec::new()),
+            ..Shared::default()
         });
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
         let addr = listener.local_addr()?;
@@ -105,6 +108,19 @@ impl ScriptServer {
     pub fn push_for(&self, marker: impl Into<String>, turn: ScriptTurn) {
         if let Ok(mut turns) = self.shared.turns.lock() {
             turns.push_back((Some(marker.into()), turn));
+        }
+    }
+
+    /// Answer every request to `path` (query ignored) with `status` and `body` (JSON; a JSON
+    /// string is sent as plain text); a later call for the same path replaces the answer.
+    pub fn route(&self, path: &str, status: u16, body: &Value) {
+        let text = match body {
+            Value::String(text) => text.clone(),
+            other => other.to_string(),
+        };
+        if let Ok(mut routes) = self.shared.routes.lock() {
+            routes.retain(|(p, _, _)| p != path);
+            routes.push((path.to_owned(), status, text));
         }
     }
 
@@ -176,6 +192,24 @@ async fn handle(
     let recorded_body = recorded.raw_body.clone();
     if let Ok(mut requests) = shared.requests.lock() {
         requests.push(recorded);
+    }
+    let bare = path.split('?').next().unwrap_or(&path);
+    let fixed = shared.routes.lock().ok().and_then(|routes| {
+        routes
+            .iter()
+            .find(|(p, _, _)| p == bare)
+            .map(|(_, status, body)| (*status, body.clone()))
+    });
+    if let Some((status, body)) = fixed {
+        let mut response = plain(
+            StatusCode::from_u16(status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR),
+            body,
+        );
+        response.headers_mut().insert(
+            axum::http::header::CONTENT_TYPE,
+            axum::http::HeaderValue::from_static("application/json"),
+        );
+        return response;
     }
     let Some(format) = WireFormat::from_path(&path) else {
         return plain(

@@ -26,6 +26,9 @@ pub enum HostRequest {
     },
     /// `/copy`: put `text` on the clipboard (native or OSC 52).
     CopyToClipboard { text: String },
+    /// `/usage`, `/status`: the plan quotas of a Kimi account login, answered with a
+    /// `Notice` (nothing when no login is configured).
+    PlanUsage,
 }
 
 /// One row of the task browser (`Event::TaskList`).

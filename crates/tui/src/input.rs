@@ -450,6 +450,7 @@ impl App {
                         format_tokens(self.context_tokens)
                     ),
                 );
+                self.emit(UiAction::Host(HostRequest::PlanUsage));
             }
             Command::Status => {
                 let i = &self.info;
@@ -464,6 +465,7 @@ impl App {
                     mode_name(i.permission_mode)
                 );
                 self.notice(NoticeLevel::Info, text);
+                self.emit(UiAction::Host(HostRequest::PlanUsage));
             }
             Command::ExportMd => {
                 let markdown = self.transcript_markdown();

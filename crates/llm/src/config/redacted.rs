@@ -25,6 +25,7 @@ impl fmt::Debug for ResolvedModel {
             .field("base_url", &self.base_url)
             .field("api_key", &REDACTED)
             .field("key_source", &self.key_source)
+            .field("oauth", &self.oauth.as_ref().map(|o| &o.key))
             .field("custom_headers", &header_names(&self.custom_headers))
             .field("max_context_size", &self.max_context_size)
             .field("max_output_size", &self.max_output_size)

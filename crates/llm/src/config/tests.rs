@@ -280,6 +280,7 @@ pub(crate) fn test_model(
         base_url: base_url.to_owned(),
         api_key: "test-key".to_owned(),
         key_source: KeySource::Unknown,
+        oauth: None,
         custom_headers: Vec::new(),
         max_context_size: 262_144,
         max_output_size: None,

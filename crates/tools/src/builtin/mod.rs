@@ -19,7 +19,7 @@ pub mod write;
 pub use ask::AskUserQuestionTool;
 pub use bash::BashTool;
 pub use edit::EditTool;
-pub use fetch::FetchUrlTool;
+pub use fetch::{FetchService, FetchUrlTool};
 pub use glob::GlobTool;
 pub use grep::GrepTool;
 pub use media::ReadMediaFileTool;
@@ -65,7 +65,7 @@ pub fn default_registry() -> crate::registry::ToolRegistry {
     reg.register(std::sync::Arc::new(WaitForTool));
     reg.register(std::sync::Arc::new(TodoListTool));
     reg.register(std::sync::Arc::new(AskUserQuestionTool));
-    reg.register(std::sync::Arc::new(FetchUrlTool));
+    reg.register(std::sync::Arc::new(FetchUrlTool::default()));
     reg.register(std::sync::Arc::new(ReadMediaFileTool));
     reg
 }

@@ -56,7 +56,10 @@ async fn ssrf_guard_refuses_loopback_by_default() {
     let ws = Workspace::new();
     let addr = serve().await;
     let r = ws
-        .run(&FetchUrlTool, json!({"url": format!("http://{addr}/page")}))
+        .run(
+            &FetchUrlTool::default(),
+            json!({"url": format!("http://{addr}/page")}),
+        )
         .await;
     assert!(r.is_error);
     assert!(
@@ -67,7 +70,10 @@ async fn ssrf_guard_refuses_loopback_by_default() {
         text(&r)
     );
     let r = ws
-        .run(&FetchUrlTool, json!({"url": "ftp://example.com/x"}))
+        .run(
+            &FetchUrlTool::default(),
+            json!({"url": "ftp://example.com/x"}),
+        )
         .await;
     assert!(r.is_error && text(&r).contains("only http and https"));
 }
@@ -79,21 +85,30 @@ async fn fetches_follows_redirects_and_reports_errors() {
     let addr = serve().await;
     let base = format!("http://{addr}");
     let r = ws
-        .run(&FetchUrlTool, json!({"url": format!("{base}/redir")}))
+        .run(
+            &FetchUrlTool::default(),
+            json!({"url": format!("{base}/redir")}),
+        )
         .await;
     assert_eq!(
         text(&r),
         format!("[Extracted text of the HTML page {base}/page]\nTitle: Hi\n\nHello world")
     );
     let r = ws
-        .run(&FetchUrlTool, json!({"url": format!("{base}/text")}))
+        .run(
+            &FetchUrlTool::default(),
+            json!({"url": format!("{base}/text")}),
+        )
         .await;
     assert_eq!(
         text(&r),
         format!("[Verbatim body of {base}/text (text/plain)]\nplain body")
     );
     let r = ws
-        .run(&FetchUrlTool, json!({"url": format!("{base}/loop")}))
+        .run(
+            &FetchUrlTool::default(),
+            json!({"url": format!("{base}/loop")}),
+        )
         .await;
     assert!(
         r.is_error && text(&r).starts_with("Too many redirects (more than 10)"),
@@ -101,11 +116,17 @@ async fn fetches_follows_redirects_and_reports_errors() {
         text(&r)
     );
     let r = ws
-        .run(&FetchUrlTool, json!({"url": format!("{base}/missing")}))
+        .run(
+            &FetchUrlTool::default(),
+            json!({"url": format!("{base}/missing")}),
+        )
         .await;
     assert_eq!(text(&r), format!("HTTP 404 Not Found for {base}/missing."));
     let r = ws
-        .run(&FetchUrlTool, json!({"url": format!("{base}/img")}))
+        .run(
+            &FetchUrlTool::default(),
+            json!({"url": format!("{base}/img")}),
+        )
         .await;
     assert!(r.is_error && text(&r).contains("which is not text"));
 }

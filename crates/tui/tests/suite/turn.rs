@@ -572,3 +572,19 @@ fn esc_cancels_a_compaction_that_runs_outside_a_turn() {
     });
     assert!(!h.app.is_busy());
 }
+
+#[test]
+fn usage_and_status_ask_the_host_for_the_plan_quotas() {
+    let mut h = Harness::new();
+    for cmd in ["/usage", "/status"] {
+        h.type_str(cmd);
+        h.key(KeyCode::Esc);
+        h.key(KeyCode::Enter);
+        assert_eq!(
+            h.actions(),
+            vec![UiAction::Host(HostRequest::PlanUsage)],
+            "{cmd}"
+        );
+    }
+    assert!(h.screen(80, 20).contains("Tokens this session"));
+}

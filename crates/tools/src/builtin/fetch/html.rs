@@ -1,157 +1,50 @@
-//! Reducing an HTML page to readable text: scripts and styles dropped, block elements become
-//! line breaks, entities decoded, whitespace collapsed; the title is returned separately.
+//! Reducing an HTML page to readable text with `html2text` (scripts, styles and the head
+//! dropped, entities decoded, lists and headings kept as plain-text Markdown); the title is
+//! returned separately.
 
-const SKIPPED: [&str; 7] = [
-    "script", "style", "noscript", "template", "svg", "iframe", "head",
-];
-const BLOCKS: [&str; 24] = [
-    "p",
-    "div",
-    "br",
-    "li",
-    "h1",
-    "h2",
-    "h3",
-    "h4",
-    "h5",
-    "h6",
-    "tr",
-    "section",
-    "article",
-    "header",
-    "footer",
-    "pre",
-    "blockquote",
-    "ul",
-    "ol",
-    "table",
-    "main",
-    "nav",
-    "aside",
-    "hr",
-];
+/// Lines are not re-wrapped for the model: one paragraph stays one line.
+const WIDTH: usize = 100_000;
 
-fn decode_entity(entity: &str) -> Option<String> {
-    let named = match entity {
-        "amp" => Some('&'),
-        "lt" => Some('<'),
-        "gt" => Some('>'),
-        "quot" => Some('"'),
-        "apos" | "#39" => Some('\''),
-        "nbsp" => Some(' '),
-        "mdash" => Some('\u{2014}'),
-        "ndash" => Some('\u{2013}'),
-        "hellip" => Some('\u{2026}'),
-        "copy" => Some('\u{a9}'),
-        _ => None,
-    };
-    if let Some(c) = named {
-        return Some(c.to_string());
-    }
-    let num = entity.strip_prefix('#')?;
-    let code = match num.strip_prefix(['x', 'X']) {
-        Some(hex) => u32::from_str_radix(hex, 16).ok()?,
-        None => num.parse().ok()?,
-    };
-    char::from_u32(code).map(|c| c.to_string())
-}
-
-fn decode_entities(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    let mut rest = text;
-    while let Some(pos) = rest.find('&') {
-        out.push_str(&rest[..pos]);
-        let after = &rest[pos + 1..];
-        match after.find(';').filter(|end| *end <= 10) {
-            Some(end) => match decode_entity(&after[..end]) {
-                Some(decoded) => {
-                    out.push_str(&decoded);
-                    rest = &after[end + 1..];
-                }
-                None => {
-                    out.push('&');
-                    rest = after;
-                }
-            },
-            None => {
-                out.push('&');
-                rest = after;
-            }
-        }
-    }
-    out.push_str(rest);
-    out
-}
-
-/// `(title, text)` of an HTML document.
-pub fn html_to_text(html: &str) -> (Option<String>, String) {
-    let lower = html.to_ascii_lowercase();
-    let mut title = None;
-    if let Some(start) = lower.find("<title")
-        && let Some(open_end) = lower[start..].find('>')
-        && let Some(close) = lower[start..].find("</title>")
-        && open_end < close
+fn render(html: &str) -> String {
+    match html2text::config::plain_no_decorate()
+        .no_link_wrapping()
+        .link_footnotes(false)
+        .string_from_read(html.as_bytes(), WIDTH)
     {
-        let raw = &html[start + open_end + 1..start + close];
-        let t = decode_entities(raw.trim());
-        if !t.is_empty() {
-            title = Some(t);
+        Ok(text) => text,
+        Err(err) => {
+            // html2text only fails on a width of zero; say so rather than return nothing.
+            tracing::warn!("html2text could not render the page: {err}");
+            format!("(the page could not be reduced to text: {err})")
         }
     }
-    let mut out = String::new();
-    let mut i = 0;
-    let bytes = html.as_bytes();
-    while i < bytes.len() {
-        if bytes[i] == b'<' {
-            if lower[i..].starts_with("<!--") {
-                i = lower[i..].find("-->").map_or(bytes.len(), |e| i + e + 3);
-                continue;
-            }
-            let Some(end) = lower[i..].find('>').map(|e| i + e) else {
-                break;
-            };
-            let tag = &lower[i + 1..end];
-            let closing = tag.starts_with('/');
-            let name: String = tag
-                .trim_start_matches('/')
-                .chars()
-                .take_while(char::is_ascii_alphanumeric)
-                .collect();
-            if !closing && SKIPPED.contains(&name.as_str()) && !tag.ends_with('/') {
-                let close = format!("</{name}");
-                i = lower[end..].find(&close).map_or(bytes.len(), |c| {
-                    let after = end + c;
-                    lower[after..]
-                        .find('>')
-                        .map_or(bytes.len(), |g| after + g + 1)
-                });
-                continue;
-            }
-            if BLOCKS.contains(&name.as_str()) {
-                out.push('\n');
-                if name == "li" && !closing {
-                    out.push_str("- ");
-                }
-            } else if name == "td" || name == "th" {
-                out.push(' ');
-            }
-            i = end + 1;
+}
+
+/// The `<title>` element's text, if any.
+fn title_of(html: &str) -> Option<String> {
+    let lower = html.to_ascii_lowercase();
+    let open = lower.find("<title")?;
+    let start = open + lower[open..].find('>')? + 1;
+    let end = start + lower[start..].find("</title")?;
+    let title = render(&format!("<p>{}</p>", &html[start..end]));
+    let title = title.split_whitespace().collect::<Vec<_>>().join(" ");
+    (!title.is_empty()).then_some(title)
+}
+
+/// `(title, text)` of an HTML page: blank-line runs collapsed, trailing spaces trimmed.
+pub fn html_to_text(html: &str) -> (Option<String>, String) {
+    let text = render(html);
+    let mut out: Vec<&str> = Vec::new();
+    for line in text.lines().map(str::trim_end) {
+        if line.is_empty() && out.last().is_none_or(|l| l.is_empty()) {
             continue;
         }
-        let next = lower[i..].find('<').map_or(bytes.len(), |n| i + n);
-        out.push_str(&decode_entities(&html[i..next]));
-        i = next;
+        out.push(line);
     }
-    (title, collapse_whitespace(&out))
-}
-
-/// One line per block with single spaces; empty lines dropped (block tags already separate).
-fn collapse_whitespace(text: &str) -> String {
-    text.lines()
-        .map(|line| line.split_whitespace().collect::<Vec<_>>().join(" "))
-        .filter(|line| !line.is_empty())
-        .collect::<Vec<_>>()
-        .join("\n")
+    while out.last().is_some_and(|l| l.is_empty()) {
+        out.pop();
+    }
+    (title_of(html), out.join("\n"))
 }
 
 #[cfg(test)]
@@ -165,6 +58,6 @@ mod tests {
                     <ul><li>a</li><li>b</li></ul><!-- hidden --></body></html>";
         let (title, text) = html_to_text(html);
         assert_eq!(title.as_deref(), Some("T & U"));
-        assert_eq!(text, "Head\nOne two <3> A\n- a\n- b");
+        assert_eq!(text, "# Head\n\nOne\u{a0}two <3> A\n* a\n* b");
     }
 }

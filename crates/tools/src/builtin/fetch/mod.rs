@@ -1,10 +1,13 @@
-//! FetchURL (local fetcher): GET a web page with a browser-like User-Agent, following at most 10
-//! redirects and re-checking every hop against the SSRF guard; HTML is reduced to text.
+//! FetchURL: through the configured fetch service when there is one (`[services.moonshot_fetch]`
+//! or the Kimi login, see [`FetchService`]), else — and whenever the service fails — the local
+//! fetcher: GET with a browser-like User-Agent, at most 10 redirects, every hop re-checked
+//! against the SSRF guard; HTML is reduced to text.
 
 mod guard;
 mod html;
 
 use std::net::SocketAddr;
+use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
@@ -32,8 +35,36 @@ struct Params {
     url: String,
 }
 
-#[derive(Debug, Default)]
-pub struct FetchUrlTool;
+/// A remote fetch service: returns the page's main text (Markdown), or why it could not.
+#[async_trait]
+pub trait FetchService: Send + Sync {
+    /// What the service is, for the output note and logs (`the Kimi fetch service`).
+    fn label(&self) -> String;
+    async fn fetch(&self, url: &str, cancel: CancellationToken) -> Result<String, String>;
+}
+
+/// The tool; [`FetchUrlTool::default`] fetches locally only.
+#[derive(Clone, Default)]
+pub struct FetchUrlTool {
+    service: Option<Arc<dyn FetchService>>,
+}
+
+impl FetchUrlTool {
+    /// FetchURL through `service`, falling back to the local fetcher when it fails.
+    pub fn with_service(service: Arc<dyn FetchService>) -> FetchUrlTool {
+        FetchUrlTool {
+            service: Some(service),
+        }
+    }
+}
+
+impl std::fmt::Debug for FetchUrlTool {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("FetchUrlTool")
+            .field("service", &self.service.as_ref().map(|s| s.label()))
+            .finish()
+    }
+}
 
 #[async_trait]
 impl Tool for FetchUrlTool {
@@ -82,6 +113,7 @@ impl Tool for FetchUrlTool {
                 stop_batch_after_this: false,
             },
             url,
+            service: self.service.clone(),
         })))
     }
 }
@@ -89,6 +121,7 @@ impl Tool for FetchUrlTool {
 struct FetchExecution {
     plan: ToolPlan,
     url: Url,
+    service: Option<Arc<dyn FetchService>>,
 }
 
 #[async_trait]
@@ -103,10 +136,29 @@ impl Execution for FetchExecution {
         cancel: CancellationToken,
         _progress: ProgressSink,
     ) -> ToolResult {
+        let mut note = String::new();
+        if let Some(service) = &self.service {
+            let label = service.label();
+            match service.fetch(self.url.as_str(), cancel.clone()).await {
+                Ok(text) => {
+                    return ToolResult::ok(format!(
+                        "[Main text of {} extracted by {label}]\n{text}",
+                        self.url
+                    ));
+                }
+                Err(_) if cancel.is_cancelled() => {
+                    return ToolResult::error("FetchURL was cancelled.");
+                }
+                Err(err) => {
+                    tracing::warn!("{label} failed for {}: {err}; fetching locally", self.url);
+                    note = format!("[{label} failed ({err}); fetched locally instead]\n");
+                }
+            }
+        }
         tokio::select! {
             result = fetch(self.url, ctx.settings.fetch_allow_private) => match result {
-                Ok(text) => ToolResult::ok(text),
-                Err(message) => ToolResult::error(message),
+                Ok(text) => ToolResult::ok(format!("{note}{text}")),
+                Err(message) => ToolResult::error(format!("{note}{message}")),
             },
             () = cancel.cancelled() => ToolResult::error("FetchURL was cancelled."),
         }

@@ -1,0 +1,259 @@
+//! `kimi-rs login`, `kimi-rs logout` and `kimi-rs acp --login` (surface.md §1.3, §5.5): the
+//! device-flow login to a Kimi account, which stores the token and writes the managed provider
+//! and its models into `config.toml`; logging out removes both. Also the glue that turns a
+//! login model into a provider signing its requests with the account token.
+
+use std::io::IsTerminal;
+use std::path::Path;
+use std::sync::Arc;
+
+use anyhow::Context;
+use kimi_auth::device::{self, DeviceCode};
+use kimi_auth::managed::{self, ManagedModel};
+use kimi_auth::{AuthError, Endpoints, Region, TokenStore};
+use kimi_llm::{Provider, ResolvedModel};
+use tokio_util::sync::CancellationToken;
+
+fn env(name: &str) -> Option<String> {
+    std::env::var(name).ok()
+}
+
+/// The provider of a resolved model: a login model signs with the account token (and the run
+/// stops here with "run `kimi-rs login`" when there is none); others use their key.
+pub fn provider_for(home: &Path, model: &ResolvedModel) -> anyhow::Result<Arc<dyn Provider>> {
+    match kimi_auth::provider::token_manager(home, model, &env)? {
+        None => Ok(kimi_llm::build_provider(model)?),
+        Some(tokens) => {
+            tokens.load()?;
+            Ok(Arc::new(kimi_auth::provider::ManagedProvider::new(
+                model.clone(),
+                tokens,
+            )))
+        }
+    }
+}
+
+/// The plan quota lines of the configured Kimi login (`/usage`, `/status`); `None` when no
+/// login is configured.
+pub async fn plan_usage(
+    home: &Path,
+    config: &kimi_config::Config,
+) -> Option<Result<Vec<String>, String>> {
+    let provider = config.providers.get(kimi_auth::PROVIDER_NAME)?;
+    let oauth = provider.oauth.as_ref()?;
+    let endpoints = Endpoints::configured(
+        oauth.oauth_host.as_deref(),
+        provider.base_url.as_deref(),
+        &env,
+    );
+    let tokens = kimi_auth::TokenManager::new(TokenStore::new(home), &oauth.key, &endpoints);
+    let fetched = async {
+        let token = tokens.access_token(None).await?;
+        match kimi_auth::usage::fetch(&endpoints.base_url, &token).await {
+            Err(AuthError::Http { status: 401, .. }) => {
+                let fresh = tokens.access_token(Some(&token)).await?;
+                kimi_auth::usage::fetch(&endpoints.base_url, &fresh).await
+            }
+            other => other,
+        }
+    }
+    .await;
+    Some(
+        fetched
+            .map(|usage| usage.render(chrono::Utc::now()))
+            .map_err(|err| err.to_string()),
+    )
+}
+
+/// The credential key of the configured managed provider, else the one a new login would use.
+fn configured_key(config: &kimi_config::Config) -> String {
+    config
+        .providers
+        .get(kimi_auth::PROVIDER_NAME)
+        .and_then(|p| p.oauth.as_ref())
+        .map(|o| o.key.clone())
+        .unwrap_or_else(|| Endpoints::for_login(Region::default(), &env).credential_key())
+}
+
+/// Whether a Kimi login is stored for the configured managed provider (or the endpoints a new
+/// login would use): ACP `authenticate`.
+pub fn login_status() -> Result<(), String> {
+    let home = kimi_store::home_from_env().map_err(|e| e.to_string())?;
+    let config = kimi_config::Config::load_home(&home);
+    let key = configured_key(&config);
+    let store = TokenStore::new(&home);
+    match store.load(&key) {
+        Ok(Some(_)) => Ok(()),
+        Ok(None) => Err(AuthError::NotLoggedIn {
+            path: store.path_for(&key).map_err(|e| e.to_string())?,
+        }
+        .to_string()),
+        Err(err) => Err(err.to_string()),
+    }
+}
+
+/// A browser can be opened: a terminal user on a desktop (never under tests, whose stderr is
+/// a pipe), unless `BROWSER=none`.
+fn can_open_browser() -> bool {
+    if !std::io::stderr().is_terminal() || env("BROWSER").as_deref() == Some("none") {
+        return false;
+    }
+    cfg!(target_os = "macos") || env("DISPLAY").is_some() || env("WAYLAND_DISPLAY").is_some()
+}
+
+fn open_browser(url: &str) {
+    let opener = if cfg!(target_os = "macos") {
+        "open"
+    } else {
+        "xdg-open"
+    };
+    let spawned = std::process::Command::new(opener)
+        .arg(url)
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn();
+    if let Err(err) = spawned {
+        tracing::info!("could not open a browser with {opener}: {err}");
+    }
+}
+
+fn show_code(code: &DeviceCode) {
+    let mut text = format!(
+        "\nTo log in to Kimi Code, open {}\nand enter the code: {}\n",
+        code.url(),
+        code.user_code
+    );
+    if let Some(secs) = code.expires_in {
+        text.push_str(&format!("The code expires in {secs} s.\n"));
+    }
+    text.push_str("Waiting for authorization… (Ctrl-C cancels)\n");
+    eprint!("{text}");
+    if can_open_browser() {
+        open_browser(code.url());
+    }
+}
+
+/// The models of the login, refreshing the token once if the server refuses it.
+async fn models_of(
+    tokens: &kimi_auth::TokenManager,
+    base_url: &str,
+) -> Result<Vec<ManagedModel>, AuthError> {
+    let token = tokens.access_token(None).await?;
+    match managed::fetch_models(base_url, &token).await {
+        Err(AuthError::Http { status: 401, .. }) => {
+            let fresh = tokens.access_token(Some(&token)).await?;
+            managed::fetch_models(base_url, &fresh).await
+        }
+        other => other,
+    }
+}
+
+/// Writes the managed provider for `endpoints` into `config.toml` from the server's models.
+pub async fn provision(
+    home: &Path,
+    endpoints: &Endpoints,
+    key: &str,
+    keep_default: bool,
+) -> Result<managed::Applied, AuthError> {
+    let tokens = kimi_auth::TokenManager::new(TokenStore::new(home), key, endpoints);
+    let models = models_of(&tokens, &endpoints.base_url).await?;
+    managed::edit_config(&home.join("config.toml"), |doc| {
+        managed::apply(doc, endpoints, key, &models, keep_default)
+    })
+}
+
+async fn login_flow(
+    home: &Path,
+    endpoints: &Endpoints,
+    cancel: &CancellationToken,
+) -> Result<(), AuthError> {
+    let code = tokio::select! {
+        code = device::request_code(endpoints) => code?,
+        () = cancel.cancelled() => return Err(AuthError::Cancelled),
+    };
+    show_code(&code);
+    let token = device::wait_for_token(endpoints, &code, cancel).await?;
+    let key = endpoints.credential_key();
+    let path = TokenStore::new(home).save(&key, &token)?;
+    tracing::info!("Kimi Code login stored in {}", path.display());
+    let applied = provision(home, endpoints, &key, false).await.map_err(|err| {
+        AuthError::Config(format!(
+            "logged in (token in {}), but the managed provider could not be set up: {err}. Run `kimi-rs login` again",
+            path.display()
+        ))
+    })?;
+    eprintln!(
+        "Logged in to Kimi Code. {} model(s) added to config.toml; the default model is now {}.",
+        applied.aliases.len(),
+        applied.default_model
+    );
+    Ok(())
+}
+
+/// `kimi-rs login [--region …]` (and `kimi-rs acp --login`): exit 0 logged in, 1 otherwise.
+pub fn login(region: Option<Region>) -> anyhow::Result<u8> {
+    let home = kimi_store::home_from_env()?;
+    let endpoints = Endpoints::for_login(region.unwrap_or_default(), &env);
+    tracing::info!(
+        "login against {} (API {})",
+        endpoints.oauth_host,
+        endpoints.base_url
+    );
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .context("cannot start the async runtime")?;
+    let outcome = runtime.block_on(async {
+        let cancel = CancellationToken::new();
+        let on_ctrl_c = cancel.clone();
+        tokio::spawn(async move {
+            if tokio::signal::ctrl_c().await.is_ok() {
+                on_ctrl_c.cancel();
+            }
+        });
+        login_flow(&home, &endpoints, &cancel).await
+    });
+    match outcome {
+        Ok(()) => Ok(0),
+        Err(AuthError::Cancelled) => {
+            eprintln!("Login cancelled.");
+            Ok(1)
+        }
+        Err(err) => {
+            tracing::warn!("login failed: {err}");
+            eprintln!("Login failed: {err}");
+            Ok(1)
+        }
+    }
+}
+
+/// `kimi-rs logout`: removes the stored token and the managed provider from `config.toml`.
+pub fn logout() -> anyhow::Result<u8> {
+    let home = kimi_store::home_from_env()?;
+    let config = kimi_config::Config::load_home(&home);
+    let store = TokenStore::new(&home);
+    let key = configured_key(&config);
+    let path = store.path_for(&key)?;
+    let had_token = store.remove(&key)?;
+    let removed = managed::edit_config(&home.join("config.toml"), |doc| Ok(managed::remove(doc)))?;
+    if !had_token && !removed.provider {
+        eprintln!("Not logged in to Kimi Code; nothing to remove.");
+        return Ok(0);
+    }
+    let mut done = Vec::new();
+    if had_token {
+        done.push(format!("removed {}", path.display()));
+    }
+    if removed.provider {
+        done.push(format!(
+            "removed the managed provider and {} model(s) from config.toml",
+            removed.aliases.len()
+        ));
+    }
+    if removed.default_cleared {
+        done.push("default_model is unset".to_owned());
+    }
+    eprintln!("Logged out of Kimi Code: {}.", done.join("; "));
+    Ok(0)
+}
