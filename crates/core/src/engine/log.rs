@@ -53,6 +53,8 @@ pub struct Restored {
     pub cron: Vec<crate::cron::CronJob>,
     /// The todo list as the active branch last journaled it (`todo.set`).
     pub todos: Vec<TodoItem>,
+    /// Every `checkpoint.step` of the journal with its time, in order (retention prunes by them).
+    pub checkpoint_steps: Vec<(u64, kimi_protocol::checkpoint::CheckpointStep)>,
 }
 
 /// The profile an agent was bound to, as journaled.
@@ -136,6 +138,16 @@ impl AgentLog {
         let plan = plan_on_branch(&input);
         let todos = todos_on_branch(&input);
         let cron = crate::cron::fold_records(input.all.iter().map(|r| &r.record.payload));
+        let checkpoint_steps = input
+            .all
+            .iter()
+            .filter_map(|r| match &r.record.payload {
+                RecordPayload::CheckpointStep(step) => {
+                    Some((r.record.time.unwrap_or(0), step.clone()))
+                }
+                _ => None,
+            })
+            .collect();
         let mut history = History::new(HistoryConfig::default());
         let report = history.replay(input.into_undoable(), agent_id);
         Ok((
@@ -158,6 +170,7 @@ impl AgentLog {
                 plan,
                 cron,
                 todos,
+                checkpoint_steps,
             },
         ))
     }
@@ -186,6 +199,12 @@ impl AgentLog {
 
     pub fn journal_path(&self) -> &Path {
         self.journal.path()
+    }
+
+    /// Every line of the journal, parsed (rewind reads its checkpoint records).
+    pub(crate) fn read_entries(&mut self) -> Result<Vec<kimi_store::Entry>, LogError> {
+        self.journal.retry_pending()?;
+        Ok(self.journal.read_entries()?)
     }
 
     /// Physical lines in the journal (metadata included).

@@ -286,6 +286,8 @@ impl SubagentHost {
             session_meta: None,
             plan: None,
             compaction: self.compaction,
+            // The parent's scan around its Agent call checkpoints what a subagent changes.
+            checkpoints: None,
         };
         let spawned = spawn_agent(config, log, Vec::new());
         if restored.system_prompt.is_none() {
