@@ -13,6 +13,7 @@ pub mod hosted;
 pub mod interactive;
 pub mod logging;
 pub mod print;
+pub mod rewind;
 pub mod run;
 pub mod sessions;
 pub mod web;

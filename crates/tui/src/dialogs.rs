@@ -21,6 +21,11 @@ pub enum PickerKind {
     Model,
     Permission,
     Undo,
+    /// After the undo picker: conversation, files or both (value `<scope>:<turns>`).
+    UndoScope,
+    /// A rewind met files changed outside the agent: restore anyway? (value `<scope>:<turns>`
+    /// or empty to cancel).
+    RewindForce,
     Task,
 }
 
@@ -643,9 +648,12 @@ fn picker_lines(p: &Picker, t: &Theme, width: usize, out: &mut Vec<Line<'static>
     }
     let hint = match p.kind {
         PickerKind::Task => "enter shows output · ctrl-x stops · esc closes",
-        PickerKind::Session | PickerKind::Model | PickerKind::Permission | PickerKind::Undo => {
-            "type to search · ↑↓ enter · esc closes"
-        }
+        PickerKind::Session
+        | PickerKind::Model
+        | PickerKind::Permission
+        | PickerKind::Undo
+        | PickerKind::UndoScope
+        | PickerKind::RewindForce => "type to search · ↑↓ enter · esc closes",
     };
     out.push(Line::styled(format!("  {hint}"), t.text_dim));
 }

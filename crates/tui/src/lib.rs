@@ -38,6 +38,7 @@ pub mod input;
 pub mod input_thread;
 pub mod markdown;
 pub mod render;
+pub mod rewind;
 pub mod runtime;
 pub mod theme;
 pub mod tool_card;

@@ -212,6 +212,7 @@ impl<O: Write, E: Write> TurnWriter for TextWriter<O, E> {
             | Event::PromptQueued { .. }
             | Event::PromptSteered { .. }
             | Event::ContextUndone { .. }
+            | Event::Rewound { .. }
             | Event::Usage { .. }
             | Event::Status { .. }
             // Answers to host ops, which print mode never sends.
@@ -393,6 +394,7 @@ impl<O: Write> TurnWriter for JsonWriter<O> {
             | Event::PromptQueued { .. }
             | Event::PromptSteered { .. }
             | Event::ContextUndone { .. }
+            | Event::Rewound { .. }
             | Event::Usage { .. }
             | Event::Status { .. }
             | Event::Warning { .. }
