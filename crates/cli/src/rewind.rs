@@ -84,7 +84,11 @@ fn print_report(report: &RewindReport, session_id: &str) {
         }
     }
     for u in &report.unrestorable {
-        let path = if u.path.is_empty() { "(workspace)" } else { &u.path };
+        let path = if u.path.is_empty() {
+            "(workspace)"
+        } else {
+            &u.path
+        };
         println!("Not restored: {path}: {}", u.reason);
     }
     if report.conversation_undone {

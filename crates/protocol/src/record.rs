@@ -12,11 +12,11 @@ use serde::ser::Serializer;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
+pub use crate::checkpoint::{CheckpointRewind, CheckpointStep};
 pub use crate::own_record::{
     CronAdd, CronCursor, CronDelete, CronJob, PlanModeRecord, ProfileBind, PromptQueued,
     PromptSteer, TodoItem, TodoSet, TodoStatus,
 };
-pub use crate::checkpoint::{CheckpointRewind, CheckpointStep};
 pub use crate::ref_record::*;
 
 /// The wire protocol version this build writes (`WIRE_PROTOCOL_VERSION`).

@@ -289,7 +289,9 @@ impl Checkpoints {
         let mut skipped = scan_limits(&now, self.settings.max_scan_files);
         let mut budget = self.budget();
         let mut state = self.state();
-        state.snapshot.retain(|path, _| now.files.contains_key(path));
+        state
+            .snapshot
+            .retain(|path, _| now.files.contains_key(path));
         for (path, stat) in &now.files {
             // An entry a limit kept out is retried: the budget is per checkpoint.
             let fresh = state
@@ -300,7 +302,9 @@ impl Checkpoints {
                 continue;
             }
             let image = self.keep(path, *stat, &mut budget);
-            state.snapshot.insert(path.clone(), Known { stat: *stat, image });
+            state
+                .snapshot
+                .insert(path.clone(), Known { stat: *stat, image });
         }
         if !state.scanned {
             tracing::info!(

@@ -58,7 +58,9 @@ pub fn prune(
                 pruned.blobs += 1;
                 pruned.bytes += size;
             }
-            Err(err) => tracing::warn!(path = %path.display(), %err, "checkpoint content could not be pruned"),
+            Err(err) => {
+                tracing::warn!(path = %path.display(), %err, "checkpoint content could not be pruned")
+            }
         }
     }
     pruned

@@ -95,7 +95,10 @@ pub fn plan(steps: &[CheckpointStep], blobs: &BlobStore) -> RestorePlan {
         for skipped in &step.skipped {
             out.unrestorable.push(SkippedChange {
                 path: skipped.path.clone(),
-                reason: format!("{} (by {} {})", skipped.reason, step.tool, step.tool_call_id),
+                reason: format!(
+                    "{} (by {} {})",
+                    skipped.reason, step.tool, step.tool_call_id
+                ),
             });
         }
         out.created_dirs
@@ -113,9 +116,7 @@ pub fn plan(steps: &[CheckpointStep], blobs: &BlobStore) -> RestorePlan {
             Err(e) => Some(format!("cannot be read: {e}")),
             Ok(now) => match (&target.expected, now) {
                 (None, None) => None,
-                (None, Some(_)) => {
-                    Some("the agent deleted it, and it exists again".to_owned())
-                }
+                (None, Some(_)) => Some("the agent deleted it, and it exists again".to_owned()),
                 (Some(_), None) => Some("deleted since the agent changed it".to_owned()),
                 (Some(expected), Some((now, _))) => (expected.sha256 != now.sha256)
                     .then(|| "changed since the agent last wrote it".to_owned()),
@@ -183,10 +184,7 @@ pub fn apply(
     let mut undo: Vec<(PathBuf, Option<(Vec<u8>, Option<u32>)>)> = Vec::new();
     for (path, target) in &plan.targets {
         let step = current(path).and_then(|now| {
-            undo.push((
-                path.clone(),
-                now.map(|(image, bytes)| (bytes, image.mode)),
-            ));
+            undo.push((path.clone(), now.map(|(image, bytes)| (bytes, image.mode))));
             put(path, target.restore.as_ref(), blobs)
         });
         if let Err(source) = step {

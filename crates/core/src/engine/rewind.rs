@@ -7,9 +7,7 @@
 use std::collections::HashSet;
 
 use kimi_protocol::RecordPayload;
-use kimi_protocol::checkpoint::{
-    CheckpointRewind, CheckpointStep, RewindReport, RewindScope,
-};
+use kimi_protocol::checkpoint::{CheckpointRewind, CheckpointStep, RewindReport, RewindScope};
 use kimi_store::tree::compute_fork_line;
 use kimi_store::{active_chain, parse_tree};
 

@@ -51,13 +51,13 @@ impl BatchHost for TurnHost<'_> {
     }
 
     async fn after_run(&self, call: &ToolCall, ticket: Option<Ticket>) {
-        let (Some(checkpoints), Some(ticket)) = (self.rt.config.checkpoints.clone(), ticket)
-        else {
+        let (Some(checkpoints), Some(ticket)) = (self.rt.config.checkpoints.clone(), ticket) else {
             return;
         };
         let (turn_id, id, name) = (self.turn_id, call.id.clone(), call.name.clone());
-        let step = tokio::task::spawn_blocking(move || checkpoints.after(ticket, turn_id, &id, &name))
-            .await;
+        let step =
+            tokio::task::spawn_blocking(move || checkpoints.after(ticket, turn_id, &id, &name))
+                .await;
         match step {
             Ok(Some(step)) => {
                 if !step.skipped.is_empty() {
