@@ -473,3 +473,7 @@ fn scan_limits(scan: &Scan, max_files: u64) -> Vec<SkippedChange> {
         Vec::new()
     }
 }
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests;

@@ -56,11 +56,26 @@ impl RestorePlan {
     }
 }
 
+/// The error says the file is not there (also when a parent is no longer a directory).
+fn absent(e: &std::io::Error) -> bool {
+    matches!(
+        e.kind(),
+        std::io::ErrorKind::NotFound | std::io::ErrorKind::NotADirectory
+    )
+}
+
+fn remove_if_present(path: &Path) -> std::io::Result<()> {
+    match std::fs::remove_file(path) {
+        Err(e) if absent(&e) => Ok(()),
+        other => other,
+    }
+}
+
 /// The current content of `path` as an image (`None` when absent). Reads the file.
 fn current(path: &Path) -> std::io::Result<Option<(FileImage, Vec<u8>)>> {
     let meta = match std::fs::symlink_metadata(path) {
         Ok(meta) => meta,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) if absent(&e) => return Ok(None),
         Err(e) => return Err(e),
     };
     if !meta.is_file() {
@@ -143,10 +158,7 @@ pub fn plan(steps: &[CheckpointStep], blobs: &BlobStore) -> RestorePlan {
 /// Write `image` (from the store) to `path`, or remove `path` when `image` is `None`.
 fn put(path: &Path, image: Option<&FileImage>, blobs: &BlobStore) -> std::io::Result<()> {
     let Some(image) = image else {
-        return match std::fs::remove_file(path) {
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
-            other => other,
-        };
+        return remove_if_present(path);
     };
     let bytes = blobs.get(&image.sha256)?.ok_or_else(|| {
         std::io::Error::other(format!("checkpoint content {} is missing", image.sha256))
@@ -237,10 +249,7 @@ fn rollback(
     for (p, was) in undo.into_iter().rev() {
         let result = match was {
             Some((bytes, mode)) => write_bytes(&p, &bytes, mode),
-            None => match std::fs::remove_file(&p) {
-                Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
-                other => other,
-            },
+            None => remove_if_present(&p),
         };
         if let Err(e) = result {
             failures.push(format!("{}: {e}", p.display()));
