@@ -447,7 +447,7 @@ pub async fn serve(
                         scope,
                         force,
                     });
-                    let (cx2, sid) = (cx.clone(), id.clone());
+                    let (cx2, sid) = (cx.clone(), id);
                     return cx.spawn(async move {
                         let text = match rx.await {
                             Ok(Ok(report)) => crate::rewind::summary(&report),

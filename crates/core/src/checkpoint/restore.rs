@@ -185,6 +185,9 @@ fn write_bytes(path: &Path, bytes: &[u8], mode: Option<u32>) -> std::io::Result<
     Ok(())
 }
 
+/// A file as it was before the restore touched it: its content and mode, or absent.
+type Saved = (PathBuf, Option<(Vec<u8>, Option<u32>)>);
+
 /// Apply `plan` (conflicts overwritten: the caller decided to force or there were none).
 /// Fills the report's `restored` and `forced`.
 pub fn apply(
@@ -193,7 +196,7 @@ pub fn apply(
     report: &mut RewindReport,
 ) -> Result<(), RestoreError> {
     // What each file was before we touched it: the rollback's material.
-    let mut undo: Vec<(PathBuf, Option<(Vec<u8>, Option<u32>)>)> = Vec::new();
+    let mut undo: Vec<Saved> = Vec::new();
     for (path, target) in &plan.targets {
         let step = current(path).and_then(|now| {
             undo.push((path.clone(), now.map(|(image, bytes)| (bytes, image.mode))));
@@ -238,12 +241,7 @@ fn remove_empty_tree(dir: &Path) {
     let _ = std::fs::remove_dir(dir);
 }
 
-fn rollback(
-    path: &Path,
-    source: std::io::Error,
-    undo: Vec<(PathBuf, Option<(Vec<u8>, Option<u32>)>)>,
-    done: usize,
-) -> RestoreError {
+fn rollback(path: &Path, source: std::io::Error, undo: Vec<Saved>, done: usize) -> RestoreError {
     let mut failures = Vec::new();
     let touched: Vec<String> = undo.iter().map(|(p, _)| p.display().to_string()).collect();
     for (p, was) in undo.into_iter().rev() {
