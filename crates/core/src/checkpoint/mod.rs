@@ -68,6 +68,7 @@ const NO_FILE_EFFECTS: &[&str] = &[
     "AskUserQuestion",
     "TaskList",
     "TaskOutput",
+    "TaskStop",
     "WaitFor",
     "EnterPlanMode",
     "ExitPlanMode",
@@ -106,6 +107,12 @@ pub fn capture_kind(tool: &str, plan: &ToolPlan) -> CaptureKind {
                         recursive,
                         ..
                     } if operation.writes() && *recursive => return CaptureKind::Scan,
+                    // A relative path names no file for sure: scan instead.
+                    Access::File {
+                        operation, path, ..
+                    } if operation.writes() && !Path::new(path).is_absolute() => {
+                        return CaptureKind::Scan;
+                    }
                     Access::File {
                         operation, path, ..
                     } if operation.writes() => paths.push(PathBuf::from(path)),
