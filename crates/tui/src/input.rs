@@ -425,7 +425,8 @@ impl App {
             }
             Command::Compact => self.op(Op::Compact { instruction: arg }),
             Command::Undo => match args.parse::<u32>() {
-                Ok(count) if count > 0 => self.open_undo_scope(count),
+                // A typed count stays the scriptable conversation-only undo; the picker asks.
+                Ok(count) if count > 0 => self.op(Op::Undo { count }),
                 Ok(_) | Err(_) => self.open_undo(),
             },
             Command::Tasks => {
