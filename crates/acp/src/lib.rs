@@ -5,11 +5,12 @@
 //! ([`kimi_core::host::SessionHost`], which knows the model, config and permission rules). Prompts become `Op::Submit`; engine events
 //! stream back as `session/update` notifications; approvals the permission chain asks for become
 //! `session/request_permission` calls to the editor, and so do AskUserQuestion's questions; `session/cancel` cancels the turn;
-//! `session/load` replays a stored conversation; modes map to permission modes. Logs go to
+//! `session/load` replays a stored conversation; `/rewind` runs `Op::Rewind`; modes map to permission modes. Logs go to
 //! stderr only: stdout carries the protocol.
 
 mod convert;
 mod question;
+mod rewind;
 mod server;
 
 pub use server::serve;

@@ -41,6 +41,8 @@ struct Outcome {
 struct Waiters {
     queued: VecDeque<oneshot::Sender<Outcome>>,
     started: HashMap<u64, oneshot::Sender<Outcome>>,
+    /// `/rewind` prompts waiting for the engine's report (or its error).
+    rewinds: VecDeque<oneshot::Sender<Result<kimi_protocol::checkpoint::RewindReport, String>>>,
 }
 
 struct Live {
@@ -214,6 +216,17 @@ async fn pump(
                     request,
                 ));
             }
+            Event::Rewound { report } => {
+                if let Some(waiter) = live.waiters().rewinds.pop_front() {
+                    let _ = waiter.send(Ok(report));
+                }
+            }
+            Event::Error { message } if !live.waiters().rewinds.is_empty() => {
+                // A rewind is only sent while idle, so an error now is its answer.
+                if let Some(waiter) = live.waiters().rewinds.pop_front() {
+                    let _ = waiter.send(Err(message));
+                }
+            }
             Event::Warning { message } | Event::Error { message } => {
                 tracing::warn!("session {session_id}: {message}");
             }
@@ -286,11 +299,12 @@ fn open(
         }
     }
     start(cx, sessions, opened);
-    Ok(Started {
-        commands: host.commands(&id),
-        id,
-        mode,
-    })
+    let mut commands = host.commands(&id);
+    commands.push((
+        crate::rewind::COMMAND.0.to_owned(),
+        crate::rewind::COMMAND.1.to_owned(),
+    ));
+    Ok(Started { commands, id, mode })
 }
 
 fn stop_reason(
@@ -451,6 +465,34 @@ pub async fn serve(
                     return responder.respond_with_error(no_session(&id));
                 };
                 let input = convert::prompt_parts(request.prompt);
+                let text = input.iter().find_map(kimi_protocol::ContentPart::as_text);
+                if let Some(parsed) = text.and_then(crate::rewind::parse) {
+                    let (turns, scope, force) = match parsed {
+                        Ok(args) => args,
+                        Err(why) => {
+                            return responder.respond_with_error(
+                                AcpError::invalid_params().data(serde_json::Value::from(why)),
+                            );
+                        }
+                    };
+                    let (tx, rx) = oneshot::channel();
+                    live.waiters().rewinds.push_back(tx);
+                    live.handle.send(Op::Rewind {
+                        turns,
+                        scope,
+                        force,
+                    });
+                    let (cx2, sid) = (cx.clone(), id);
+                    return cx.spawn(async move {
+                        let text = match rx.await {
+                            Ok(Ok(report)) => crate::rewind::summary(&report),
+                            Ok(Err(message)) => format!("Rewind failed: {message}"),
+                            Err(_) => "The session stopped before the rewind finished.".to_owned(),
+                        };
+                        notify(&cx2, &sid, convert::agent_text(&text));
+                        responder.respond(PromptResponse::new(StopReason::EndTurn))
+                    });
+                }
                 if input.is_empty() {
                     return responder.respond_with_error(AcpError::invalid_params().data(
                         serde_json::Value::from("the prompt has no text or image to send"),

@@ -190,6 +190,26 @@ pub enum Command {
     },
     /// List stored sessions (this directory's; `--all` for every directory's), or manage
     /// them with a subcommand.
+    /// Undo the last turns of a stored session: the files its agent changed (from their
+    /// checkpoints) and the conversation, by default both. Files changed outside the agent
+    /// since stop it (they are named) unless --force.
+    Rewind {
+        /// The session id.
+        #[arg(long = "session", short = 'S')]
+        session: String,
+        /// How many turns to undo.
+        #[arg(long, default_value_t = 1)]
+        turns: u64,
+        /// Restore only the files; the conversation stays.
+        #[arg(long, conflicts_with = "conversation")]
+        files: bool,
+        /// Undo only the conversation; the files stay.
+        #[arg(long)]
+        conversation: bool,
+        /// Overwrite files changed outside the agent since the checkpoint.
+        #[arg(long)]
+        force: bool,
+    },
     Sessions {
         /// List the sessions of every directory, with their directories.
         #[arg(long)]
@@ -551,6 +571,32 @@ pub fn main() -> ExitCode {
                 }
             }
         }
+        Some(Command::Rewind {
+            session,
+            turns,
+            files,
+            conversation,
+            force,
+        }) => {
+            let scope = match (files, conversation) {
+                (true, _) => kimi_protocol::checkpoint::RewindScope::Files,
+                (false, true) => kimi_protocol::checkpoint::RewindScope::Conversation,
+                (false, false) => kimi_protocol::checkpoint::RewindScope::Both,
+            };
+            let args = crate::rewind::RewindArgs {
+                session_id: session,
+                turns,
+                scope,
+                force,
+            };
+            match crate::rewind::run(&args) {
+                Ok(code) => ExitCode::from(code),
+                Err(err) => {
+                    eprintln!("kimi-rs: {err:#}");
+                    ExitCode::FAILURE
+                }
+            }
+        }
         Some(Command::Sandbox { status: true, .. }) => sandbox_status(),
         Some(Command::Sandbox {
             status: false,
@@ -615,6 +661,7 @@ fn start_logging(cli: &Cli) -> Option<crate::logging::FlushGuard> {
         Some(Command::Export { .. }) => "export",
         Some(Command::Sessions { .. }) => "sessions",
         Some(Command::Import { .. }) => "import",
+        Some(Command::Rewind { .. }) => "rewind",
         Some(Command::Debug { .. }) => "debug",
         None if cli.run.prompt.is_some() => "print",
         None => "tui",

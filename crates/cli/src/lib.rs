@@ -16,6 +16,7 @@ pub mod interactive;
 pub mod logging;
 pub mod print;
 pub mod providers;
+pub mod rewind;
 pub mod run;
 pub mod sessions;
 pub mod upgrade;

@@ -507,3 +507,66 @@ fn a_goal_running_when_the_process_died_is_paused_on_resume_and_served_over_rest
         "the pause is journaled"
     );
 }
+
+#[test]
+fn rewind_over_rest_stops_on_a_conflict_and_restores_with_force() {
+    let fx = Fixture::new(
+        CORE_FORMATS[0],
+        vec![
+            ScriptTurn::tool_calls(&[("call_b", "Bash", r#"{"command":"echo agent > f.txt"}"#)]),
+            ScriptTurn::text("Changed it."),
+        ],
+    );
+    let file = fx.cwd().join("f.txt");
+    std::fs::write(&file, "original\n").unwrap();
+    let server = Server::start(&fx);
+    let created = server.call(
+        "POST",
+        "/api/v1/sessions",
+        json!({"metadata": {"cwd": fx.cwd()}}),
+    );
+    let session = created["data"]["id"].as_str().unwrap().to_owned();
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    rt.block_on(async {
+        let mut socket = connect(&server).await;
+        send(
+            &mut socket,
+            json!({"type": "subscribe", "id": "1", "payload": {"session_ids": [session]}}),
+        )
+        .await;
+        assert_eq!(next(&mut socket).await["code"], 0);
+        server.call(
+            "POST",
+            &format!("/api/v1/sessions/{session}/prompts"),
+            json!({"content": [{"type": "text", "text": "change f"}], "permission_mode": "yolo"}),
+        );
+        let ended = until(&mut socket, "turn.ended", &mut Vec::new()).await;
+        assert_eq!(ended["payload"]["reason"], "completed", "{ended}");
+    });
+    assert_eq!(std::fs::read_to_string(&file).unwrap(), "agent\n");
+
+    std::fs::write(&file, "user\n").unwrap();
+    let path = format!("/api/v1/sessions/{session}/rewind");
+    let stopped = server.call("POST", &path, json!({"turns": 1}));
+    assert_eq!(stopped["code"], 40912, "{stopped}");
+    let conflict = &stopped["data"]["report"]["conflicts"][0]["path"];
+    assert_eq!(conflict, file.display().to_string().as_str(), "{stopped}");
+    assert_eq!(std::fs::read_to_string(&file).unwrap(), "user\n");
+
+    let done = server.call("POST", &path, json!({"turns": 1, "force": true}));
+    assert_eq!(done["code"], 0, "{done}");
+    assert_eq!(
+        done["data"]["report"]["conversation_undone"], true,
+        "{done}"
+    );
+    assert_eq!(std::fs::read_to_string(&file).unwrap(), "original\n");
+    let messages = server.call(
+        "GET",
+        &format!("/api/v1/sessions/{session}/messages"),
+        Value::Null,
+    );
+    assert_eq!(messages["data"]["items"], json!([]), "{messages}");
+}

@@ -7,6 +7,7 @@
 //! and Kimi Code settings kimi-rs does not act on are warnings; invalid TOML, a value of the
 //! wrong type and a value out of range are errors ([`Config::check`]), which stop start-up.
 
+mod checkpoint;
 mod diag;
 mod env;
 mod file;
@@ -21,6 +22,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime};
 
+pub use checkpoint::*;
 pub use diag::{ConfigErrors, Diagnostic, Severity, did_you_mean, line_of};
 pub use file::read_regular_file;
 pub use providers::{ModelEntry, ModelOverrides, OAuthRef, ProviderEntry, ProviderType};
@@ -61,6 +63,8 @@ pub struct Config {
     pub experimental: BTreeMap<String, bool>,
     pub model_catalog: ModelCatalog,
     pub sandbox: Sandbox,
+    /// kimi-rs's `[checkpoint]` (file checkpoints for rewind).
+    pub checkpoint: Checkpoint,
     /// Every problem found, in file order (environment problems last).
     pub diagnostics: Vec<Diagnostic>,
     /// Modification time when read, for [`Config::reload_if_changed`].

@@ -139,6 +139,7 @@ impl Ctx<'_, '_, '_> {
                 "experimental" => config.experimental = self.de(name, value).unwrap_or_default(),
                 "model_catalog" => config.model_catalog = self.de(name, value).unwrap_or_default(),
                 "sandbox" => config.sandbox = self.de(name, value).unwrap_or_default(),
+                "checkpoint" => config.checkpoint = self.de(name, value).unwrap_or_default(),
                 "permission" => {
                     let spans: Option<PermissionSpans> = self.de(name, value);
                     config.permission = self.permission(spans.unwrap_or_default());

@@ -40,6 +40,7 @@ pub const ROOT_KEYS: &[&str] = &[
     "experimental",
     "model_catalog",
     "sandbox",
+    "checkpoint",
     "default_thinking",
 ];
 
@@ -167,6 +168,7 @@ pub fn known_keys(path: &[String]) -> &'static [&'static str] {
         ["cron"] => fields_of::<Cron>(),
         ["model_catalog"] => fields_of::<ModelCatalog>(),
         ["sandbox"] => fields_of::<Sandbox>(),
+        ["checkpoint"] => fields_of::<crate::checkpoint::Checkpoint>(),
         ["permission"] => fields_of::<PermissionSpans>(),
         _ => &[],
     }

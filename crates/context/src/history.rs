@@ -280,7 +280,9 @@ impl History {
             | RecordPayload::CronAdd(_)
             | RecordPayload::CronDelete(_)
             | RecordPayload::CronCursor(_)
-            | RecordPayload::TodoSet(_) => return RecordOutcome::Ignored,
+            | RecordPayload::TodoSet(_)
+            | RecordPayload::CheckpointStep(_)
+            | RecordPayload::CheckpointRewind(_) => return RecordOutcome::Ignored,
         };
         if let Some(owner) = foreign {
             return RecordOutcome::Skipped(SkipReason::OtherAgent(owner));

@@ -2,6 +2,7 @@
 //! executor, permissions and hooks. Front ends talk to it only through `kimi_protocol::ops`,
 //! and open, list and drive sessions through the one [`host::SessionHost`].
 
+pub mod checkpoint;
 pub mod cron;
 pub mod engine;
 pub mod goal;

@@ -432,6 +432,14 @@ pub fn open_session(setup: SessionSetup) -> Result<OpenedSession, SessionError> 
         Err(warning) => warnings.push(warning),
     }
     let compaction = compaction_config(&setup.config.loop_control);
+    let checkpoints = open_checkpoints(
+        &setup.config.checkpoint,
+        &setup.home,
+        &setup.cwd,
+        &setup.additional_dirs,
+        &session.dir,
+        &restored,
+    );
     let mut extension_tools = setup.extensions.tools.clone();
     for factory in &setup.extensions.session_tools {
         extension_tools.extend(factory(&session.state.id));
@@ -500,6 +508,7 @@ pub fn open_session(setup: SessionSetup) -> Result<OpenedSession, SessionError> 
         plan: Some(plan.clone()),
         goal: Some(goals.clone()),
         compaction,
+        checkpoints,
     };
     let queued = restored.queued_prompts.clone();
     let bind = restored.system_prompt.is_none();
@@ -555,6 +564,39 @@ pub fn open_session(setup: SessionSetup) -> Result<OpenedSession, SessionError> 
         profile,
         cron,
     })
+}
+
+/// The session's checkpointer (`None` with `[checkpoint] enabled = false`), after retention
+/// pruned content only old checkpoints named.
+fn open_checkpoints(
+    config: &kimi_config::Checkpoint,
+    home: &Path,
+    cwd: &Path,
+    additional_dirs: &[PathBuf],
+    session_dir: &Path,
+    restored: &Restored,
+) -> Option<Arc<crate::checkpoint::Checkpoints>> {
+    if !config.enabled() {
+        return None;
+    }
+    let settings = crate::checkpoint::CheckpointSettings::from(config);
+    let mut roots = vec![cwd.to_path_buf()];
+    roots.extend(additional_dirs.iter().cloned());
+    let checkpoints = crate::checkpoint::Checkpoints::new(settings, session_dir, roots, home);
+    let pruned = crate::checkpoint::prune::prune(
+        checkpoints.blobs(),
+        &restored.checkpoint_steps,
+        checkpoints.settings(),
+        crate::engine::log::now_ms(),
+    );
+    if pruned.blobs > 0 {
+        tracing::info!(
+            blobs = pruned.blobs,
+            bytes = pruned.bytes,
+            "checkpoint content past checkpoint.retain_turns / retain_days pruned"
+        );
+    }
+    Some(Arc::new(checkpoints))
 }
 
 /// The profile a new session's main agent is bound to.

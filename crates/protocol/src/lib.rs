@@ -5,6 +5,7 @@
 //! can be read; deserialisation is deliberately lenient (snake_case aliases, string shorthands)
 //! because a journal written by another version must never be lost over a spelling.
 
+pub mod checkpoint;
 mod goal_record;
 pub mod host;
 pub mod loop_event;

@@ -4,6 +4,7 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::checkpoint::{RewindReport, RewindScope};
 use crate::host::{GoalChange, GoalSnapshot, McpStatus, QueuedGoal, SessionSummary, TaskSummary};
 use crate::message::{ContentPart, Message, ToolCall};
 use crate::origin::Origin;
@@ -53,6 +54,10 @@ pub struct ApprovalOption {
     pub description: String,
 }
 
+fn one_turn() -> u32 {
+    1
+}
+
 /// Operations a front end sends to a session.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "op", rename_all = "snake_case")]
@@ -84,6 +89,17 @@ pub enum Op {
     },
     Undo {
         count: u32,
+    },
+    /// Rewind the last `turns` turns: the files the agent changed in them (from their
+    /// checkpoints), the conversation, or both. Files changed outside the agent since are
+    /// conflicts that stop it unless `force`. Answered with `Event::Rewound`.
+    Rewind {
+        #[serde(default = "one_turn")]
+        turns: u32,
+        #[serde(default)]
+        scope: RewindScope,
+        #[serde(default)]
+        force: bool,
     },
     Compact {
         #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -366,6 +382,9 @@ pub enum Event {
     PromptSteered { prompt_id: String },
     #[serde(rename = "context.undone")]
     ContextUndone { turns: u32 },
+    /// The answer to `Op::Rewind` (also when conflicts stopped it: `report.applied` is false).
+    #[serde(rename = "rewind.done")]
+    Rewound { report: RewindReport },
     #[serde(rename = "usage")]
     Usage { usage: Usage, context_tokens: u64 },
     #[serde(rename = "status")]

@@ -12,6 +12,7 @@ use serde::ser::Serializer;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
+pub use crate::checkpoint::{CheckpointRewind, CheckpointStep};
 pub use crate::goal_record::{GoalClear, GoalCreate, GoalUpdate};
 pub use crate::own_record::{
     CronAdd, CronCursor, CronDelete, CronJob, PlanModeRecord, ProfileBind, PromptQueued,
@@ -149,6 +150,10 @@ pub enum RecordPayload {
     CronCursor(CronCursor),
     #[serde(rename = "todo.set")]
     TodoSet(TodoSet),
+    #[serde(rename = "checkpoint.step")]
+    CheckpointStep(CheckpointStep),
+    #[serde(rename = "checkpoint.rewind")]
+    CheckpointRewind(CheckpointRewind),
     /// Any record this version does not type, kept verbatim (including its `type`, without `time`).
     #[serde(skip)]
     Other(Map<String, Value>),
@@ -203,6 +208,8 @@ pub(crate) const TYPED: &[&str] = &[
     "cron.delete",
     "cron.cursor",
     "todo.set",
+    "checkpoint.step",
+    "checkpoint.rewind",
 ];
 
 impl RecordPayload {
@@ -236,7 +243,9 @@ impl RecordPayload {
             | RecordPayload::CronAdd(_)
             | RecordPayload::CronDelete(_)
             | RecordPayload::CronCursor(_)
-            | RecordPayload::TodoSet(_) => return None,
+            | RecordPayload::TodoSet(_)
+            | RecordPayload::CheckpointStep(_)
+            | RecordPayload::CheckpointRewind(_) => return None,
             RecordPayload::AppendMessage(r) => &r.agent_id,
             RecordPayload::AppendLoopEvent(r) => &r.agent_id,
             RecordPayload::ApplyCompaction(r) => &r.agent_id,
@@ -283,7 +292,9 @@ impl RecordPayload {
             | RecordPayload::CronAdd(_)
             | RecordPayload::CronDelete(_)
             | RecordPayload::CronCursor(_)
-            | RecordPayload::TodoSet(_) => return None,
+            | RecordPayload::TodoSet(_)
+            | RecordPayload::CheckpointStep(_)
+            | RecordPayload::CheckpointRewind(_) => return None,
             RecordPayload::AppendMessage(r) => &mut r.agent_id,
             RecordPayload::AppendLoopEvent(r) => &mut r.agent_id,
             RecordPayload::ApplyCompaction(r) => &mut r.agent_id,
@@ -376,6 +387,8 @@ impl Record {
             RecordPayload::CronDelete(_) => "cron.delete",
             RecordPayload::CronCursor(_) => "cron.cursor",
             RecordPayload::TodoSet(_) => "todo.set",
+            RecordPayload::CheckpointStep(_) => "checkpoint.step",
+            RecordPayload::CheckpointRewind(_) => "checkpoint.rewind",
         }
     }
 
@@ -492,6 +505,8 @@ fn decode_payload(
         "cron.delete" => direct!(CronDelete),
         "cron.cursor" => direct!(CronCursor),
         "todo.set" => direct!(TodoSet),
+        "checkpoint.step" => direct!(CheckpointStep),
+        "checkpoint.rewind" => direct!(CheckpointRewind),
         _ => serde_json::from_value(Value::Object(map)),
     }
 }

@@ -138,6 +138,8 @@ impl Record {
             "cron.delete" => CronDelete,
             "cron.cursor" => CronCursor,
             "todo.set" => TodoSet,
+            "checkpoint.step" => CheckpointStep,
+            "checkpoint.rewind" => CheckpointRewind,
         }?;
         Some(Record { payload, time })
     }

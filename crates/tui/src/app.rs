@@ -565,6 +565,13 @@ impl App {
                     format!("Undid {turns} prompt{s}; the model no longer sees them."),
                 );
             }
+            Event::Rewound { report } => {
+                let (level, text) = crate::rewind::summary(&report);
+                self.notice(level, text);
+                if let Some(picker) = crate::rewind::force_picker(&report) {
+                    self.open_picker(picker);
+                }
+            }
             Event::Usage {
                 usage,
                 context_tokens,

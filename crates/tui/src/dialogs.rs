@@ -21,6 +21,11 @@ pub enum PickerKind {
     Model,
     Permission,
     Undo,
+    /// After the undo picker: conversation, files or both (value `<scope>:<turns>`).
+    UndoScope,
+    /// A rewind met files changed outside the agent: restore anyway? (value `<scope>:<turns>`
+    /// or empty to cancel).
+    RewindForce,
     Task,
     /// `/swarm` in manual mode: switch to auto or yolo first?
     SwarmPermission,
@@ -651,8 +656,10 @@ fn picker_lines(p: &Picker, t: &Theme, width: usize, out: &mut Vec<Line<'static>
         | PickerKind::Model
         | PickerKind::Permission
         | PickerKind::Undo
-        | PickerKind::SwarmPermission => "type to search · ↑↓ enter · esc closes",
-        PickerKind::GoalMode => "type to search · ↑↓ enter · esc closes",
+        | PickerKind::SwarmPermission
+        | PickerKind::GoalMode
+        | PickerKind::UndoScope
+        | PickerKind::RewindForce => "type to search · ↑↓ enter · esc closes",
     };
     out.push(Line::styled(format!("  {hint}"), t.text_dim));
 }

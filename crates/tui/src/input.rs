@@ -350,6 +350,12 @@ impl App {
         self.open_picker(picker);
     }
 
+    /// What to put back for an undo of `turns` prompts: conversation, files, or both.
+    fn open_undo_scope(&mut self, turns: u32) {
+        let picker = crate::rewind::scope_picker(turns);
+        self.open_picker(picker);
+    }
+
     fn run_command(&mut self, command: Command, args: &str) {
         let arg = (!args.is_empty()).then(|| args.to_owned());
         match command {
@@ -421,6 +427,7 @@ impl App {
             Command::Goal => self.goal_command(args),
             Command::Compact => self.op(Op::Compact { instruction: arg }),
             Command::Undo => match args.parse::<u32>() {
+                // A typed count stays the scriptable conversation-only undo; the picker asks.
                 Ok(count) if count > 0 => self.op(Op::Undo { count }),
                 Ok(_) | Err(_) => self.open_undo(),
             },
@@ -556,7 +563,17 @@ impl App {
                     }
                     PickerKind::Undo => {
                         let count = value.parse().unwrap_or(1);
-                        self.op(Op::Undo { count });
+                        self.open_undo_scope(count);
+                    }
+                    PickerKind::UndoScope | PickerKind::RewindForce => {
+                        if let Some((scope, turns)) = crate::rewind::parse_choice(&value) {
+                            let force = kind == PickerKind::RewindForce;
+                            self.op(Op::Rewind {
+                                turns,
+                                scope,
+                                force,
+                            });
+                        }
                     }
                     PickerKind::Task => {
                         let text = self

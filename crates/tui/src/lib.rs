@@ -39,6 +39,7 @@ pub mod input;
 pub mod input_thread;
 pub mod markdown;
 pub mod render;
+pub mod rewind;
 pub mod runtime;
 pub mod swarm;
 pub mod theme;

@@ -191,6 +191,7 @@ pub fn convert(event: &Event) -> Option<(&'static str, Value, bool)> {
         Event::PromptQueued { .. } => durable("prompt.queued", payload_of(event)),
         Event::PromptSteered { .. } => durable("prompt.steered", payload_of(event)),
         Event::ContextUndone { .. } => durable("context.undone", payload_of(event)),
+        Event::Rewound { .. } => durable("rewind.done", payload_of(event)),
         Event::Usage { .. } => volatile("usage", payload_of(event)),
         Event::Status { status } => volatile("agent.status.updated", json!({"status": status})),
         Event::Warning { message } => durable("warning", json!({"message": message})),

@@ -21,6 +21,7 @@ mod messages;
 mod questions;
 pub mod reach;
 mod rest;
+mod rewind;
 mod server;
 mod ws;
 

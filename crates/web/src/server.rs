@@ -203,6 +203,7 @@ fn router(app: Arc<App>) -> Router {
         .route("/sessions/{id}/goal", get(rest::session_goal))
         .route("/sessions/{id}/messages", get(rest::list_messages))
         .route("/sessions/{id}/prompts", post(rest::submit_prompt))
+        .route("/sessions/{id}/rewind", post(crate::rewind::rewind))
         .route("/sessions/{id}/approvals", get(rest::list_approvals))
         .route(
             "/sessions/{id}/approvals/{aid}",

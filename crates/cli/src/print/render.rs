@@ -220,6 +220,7 @@ impl<O: Write, E: Write> TurnWriter for TextWriter<O, E> {
             | Event::PromptQueued { .. }
             | Event::PromptSteered { .. }
             | Event::ContextUndone { .. }
+            | Event::Rewound { .. }
             | Event::Usage { .. }
             | Event::Status { .. }
             | Event::SwarmMode { .. }
@@ -437,6 +438,7 @@ impl<O: Write> TurnWriter for JsonWriter<O> {
             | Event::PromptQueued { .. }
             | Event::PromptSteered { .. }
             | Event::ContextUndone { .. }
+            | Event::Rewound { .. }
             | Event::Usage { .. }
             | Event::Status { .. }
             | Event::SwarmMode { .. }

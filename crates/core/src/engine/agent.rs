@@ -141,6 +141,19 @@ async fn dispatch(rt: Arc<Runtime>, mut ops: mpsc::UnboundedReceiver<Op>) {
                     undo(&rt, count);
                 }
             }
+            Op::Rewind {
+                turns,
+                scope,
+                force,
+            } => {
+                if is_running(&rt) {
+                    rt.emit(Event::Error {
+                        message: "Cannot rewind while a turn is active or queued. Wait for it to finish, then retry.".to_owned(),
+                    });
+                } else {
+                    rewind(&rt, u64::from(turns), scope, force);
+                }
+            }
             Op::Compact { instruction } => {
                 rt.shared().jobs.push_back(Job::Compact { instruction });
                 rt.wake.notify_one();
@@ -335,6 +348,48 @@ fn clear_plan(rt: &Runtime) {
             message: err.to_string(),
         }),
     }
+}
+
+/// `Op::Rewind`: files from their checkpoints and/or the conversation (the undo above).
+fn rewind(rt: &Runtime, turns: u64, scope: kimi_protocol::checkpoint::RewindScope, force: bool) {
+    let Some(blobs) = rt.config.checkpoints.as_ref().map(|c| c.blobs().clone()) else {
+        if scope.files() {
+            rt.emit(Event::Error {
+                message: "this session keeps no file checkpoints ([checkpoint] enabled = false); rewind the conversation only".to_owned(),
+            });
+            return;
+        }
+        undo(rt, u32::try_from(turns).unwrap_or(u32::MAX));
+        return;
+    };
+    let request = super::rewind::RewindRequest {
+        turns,
+        scope,
+        force,
+    };
+    let result = rt.log().rewind(request, &blobs);
+    match result {
+        Ok(report) => {
+            if report.conversation_undone {
+                restore_undoable_state(rt);
+                rt.emit(Event::ContextUndone {
+                    turns: u32::try_from(turns).unwrap_or(u32::MAX),
+                });
+            }
+            rt.emit(Event::Rewound { report });
+        }
+        Err(message) => rt.emit(Event::Error { message }),
+    }
+}
+
+/// Plan mode and the todo list go back together with the conversation.
+fn restore_undoable_state(rt: &Runtime) {
+    if let Some(plan) = &rt.config.plan {
+        let snapshot = rt.log().plan_snapshot();
+        plan.restore(snapshot);
+    }
+    let todos = rt.log().todos().to_vec();
+    rt.config.tool_ctx.todos.set(todos);
 }
 
 fn undo(rt: &Runtime, count: u32) {

@@ -82,6 +82,17 @@ pub trait BatchHost: Send + Sync {
     fn started(&self, call: &ToolCall, args: &Value, plan: Option<&ToolPlan>);
     /// The call's final result: journal `tool.result` and tell the front ends.
     fn finished(&self, call: &ToolCall, result: &ToolResult);
+    /// The call is about to run: take the file checkpoint a rewind needs (`None` = nothing
+    /// to take, or checkpoints are off).
+    async fn before_run(
+        &self,
+        _call: &ToolCall,
+        _plan: &ToolPlan,
+    ) -> Option<crate::checkpoint::Ticket> {
+        None
+    }
+    /// The call ran: journal what it changed (`checkpoint.step`).
+    async fn after_run(&self, _call: &ToolCall, _ticket: Option<crate::checkpoint::Ticket>) {}
 }
 
 pub struct BatchEnv<'a> {
@@ -360,18 +371,26 @@ pub async fn run_batch(
             }
             let token = tool_cancel.child_token();
             let ctx = env.ctx;
-            let name = calls[i].name.clone();
+            let host = env.host;
+            let call = &calls[i];
+            let name = call.name.clone();
+            let plan = exec.plan().clone();
             // A tool that panics fails its call (core.md §e.5 "execute threw") instead of
-            // taking the whole agent down.
-            let run = std::panic::AssertUnwindSafe(exec.execute(ctx, token, ProgressSink::none()))
-                .catch_unwind()
-                .map(move |caught| {
-                    caught.unwrap_or_else(|payload| {
-                        let message = panic_message(payload.as_ref());
-                        tracing::error!(tool = %name, %message, "tool panicked");
-                        ToolResult::error(executor_text::failed(&name, &message))
-                    })
-                });
+            // taking the whole agent down. The checkpoint brackets the run, panic or not.
+            let run = async move {
+                let ticket = host.before_run(call, &plan).await;
+                let result =
+                    std::panic::AssertUnwindSafe(exec.execute(ctx, token, ProgressSink::none()))
+                        .catch_unwind()
+                        .await
+                        .unwrap_or_else(|payload| {
+                            let message = panic_message(payload.as_ref());
+                            tracing::error!(tool = %name, %message, "tool panicked");
+                            ToolResult::error(executor_text::failed(&name, &message))
+                        });
+                host.after_run(call, ticket).await;
+                result
+            };
             let fut: Running<'_> = Box::pin(logged(i, &calls[i], run));
             Some(fut)
         };

@@ -55,6 +55,8 @@ pub struct Restored {
     pub todos: Vec<TodoItem>,
     /// The goal after every `goal.*` record (goals are not undoable, so all branches count).
     pub goal: Option<crate::goal::GoalState>,
+    /// Every `checkpoint.step` of the journal with its time, in order (retention prunes by them).
+    pub checkpoint_steps: Vec<(u64, kimi_protocol::checkpoint::CheckpointStep)>,
 }
 
 /// The profile an agent was bound to, as journaled.
@@ -139,6 +141,16 @@ impl AgentLog {
         let todos = todos_on_branch(&input);
         let cron = crate::cron::fold_records(input.all.iter().map(|r| &r.record.payload));
         let goal = crate::goal::GoalState::fold(input.all.iter().map(|r| &r.record.payload));
+        let checkpoint_steps = input
+            .all
+            .iter()
+            .filter_map(|r| match &r.record.payload {
+                RecordPayload::CheckpointStep(step) => {
+                    Some((r.record.time.unwrap_or(0), step.clone()))
+                }
+                _ => None,
+            })
+            .collect();
         let mut history = History::new(HistoryConfig::default());
         let report = history.replay(input.into_undoable(), agent_id);
         Ok((
@@ -162,6 +174,7 @@ impl AgentLog {
                 cron,
                 todos,
                 goal,
+                checkpoint_steps,
             },
         ))
     }
@@ -190,6 +203,12 @@ impl AgentLog {
 
     pub fn journal_path(&self) -> &Path {
         self.journal.path()
+    }
+
+    /// Every line of the journal, parsed (rewind reads its checkpoint records).
+    pub(crate) fn read_entries(&mut self) -> Result<Vec<kimi_store::Entry>, LogError> {
+        self.journal.retry_pending()?;
+        Ok(self.journal.read_entries()?)
     }
 
     /// Physical lines in the journal (metadata included).

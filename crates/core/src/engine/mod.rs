@@ -11,6 +11,7 @@ pub mod permissions;
 pub mod questions;
 pub mod records;
 pub mod repeat;
+pub mod rewind;
 pub mod runtime;
 pub mod state;
 mod stream;

@@ -100,6 +100,9 @@ pub struct AgentConfig {
     pub goal: Option<Arc<crate::goal::GoalService>>,
     /// When to compact (`[loop_control] compaction_trigger_ratio`, `reserved_context_size`).
     pub compaction: CompactionConfig,
+    /// File checkpoints for rewind; `None` = off (`[checkpoint] enabled = false`, subagents:
+    /// the parent's scan around the Agent call covers what they change).
+    pub checkpoints: Option<Arc<crate::checkpoint::Checkpoints>>,
 }
 
 /// A prompt waiting for its turn.

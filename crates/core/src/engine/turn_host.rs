@@ -13,6 +13,7 @@ use super::records as rec;
 use super::runtime::Runtime;
 use super::state::TurnPhase;
 use super::turn::set_phase;
+use crate::checkpoint::{CaptureKind, Ticket, capture_kind};
 use crate::hooks::{HookEventData, PermissionRequestInfo, clip_tool_output};
 
 /// The engine side of the executor: permissions, approvals, journal and events.
@@ -28,6 +29,55 @@ pub(super) struct TurnHost<'a> {
 
 #[async_trait::async_trait]
 impl BatchHost for TurnHost<'_> {
+    async fn before_run(&self, call: &ToolCall, plan: &ToolPlan) -> Option<Ticket> {
+        let checkpoints = self.rt.config.checkpoints.clone()?;
+        let kind = capture_kind(&call.name, plan);
+        if kind == CaptureKind::None {
+            return None;
+        }
+        // Scans and pre-images read files: off the async workers.
+        match tokio::task::spawn_blocking(move || checkpoints.before(&kind)).await {
+            Ok(ticket) => ticket,
+            Err(err) => {
+                self.rt.emit(Event::Warning {
+                    message: format!(
+                        "the file checkpoint before {} {} failed ({err}); a rewind cannot restore what it changes",
+                        call.name, call.id
+                    ),
+                });
+                None
+            }
+        }
+    }
+
+    async fn after_run(&self, call: &ToolCall, ticket: Option<Ticket>) {
+        let (Some(checkpoints), Some(ticket)) = (self.rt.config.checkpoints.clone(), ticket) else {
+            return;
+        };
+        let (turn_id, id, name) = (self.turn_id, call.id.clone(), call.name.clone());
+        let step =
+            tokio::task::spawn_blocking(move || checkpoints.after(ticket, turn_id, &id, &name))
+                .await;
+        match step {
+            Ok(Some(step)) => {
+                if !step.skipped.is_empty() {
+                    self.rt.emit(Event::Warning {
+                        message: skipped_message(&step),
+                    });
+                }
+                self.rt
+                    .commit(vec![kimi_protocol::RecordPayload::CheckpointStep(step)]);
+            }
+            Ok(None) => {}
+            Err(err) => self.rt.emit(Event::Warning {
+                message: format!(
+                    "the file checkpoint after {} {} failed ({err}); a rewind cannot restore what it changed",
+                    call.name, call.id
+                ),
+            }),
+        }
+    }
+
     fn decide(&self, call: &ToolCall, args: &Value, plan: &ToolPlan) -> GateDecision {
         if let Some(text) = crate::subagent::swarm_veto(&call.name, self.calls_in_step) {
             return GateDecision::Deny(text);
@@ -254,4 +304,31 @@ impl BatchHost for TurnHost<'_> {
             hooks.fire_and_forget(data);
         }
     }
+}
+
+/// What a checkpoint's limits left out, for the front ends (the record keeps it too).
+fn skipped_message(step: &kimi_protocol::checkpoint::CheckpointStep) -> String {
+    const SHOWN: usize = 5;
+    let mut lines: Vec<String> = step
+        .skipped
+        .iter()
+        .take(SHOWN)
+        .map(|s| {
+            if s.path.is_empty() {
+                s.reason.clone()
+            } else {
+                format!("{}: {}", s.path, s.reason)
+            }
+        })
+        .collect();
+    if step.skipped.len() > SHOWN {
+        lines.push(format!("… and {} more", step.skipped.len() - SHOWN));
+    }
+    format!(
+        "checkpoint of {} {}: a rewind cannot restore {} change(s): {}",
+        step.tool,
+        step.tool_call_id,
+        step.skipped.len(),
+        lines.join("; ")
+    )
 }

@@ -380,6 +380,8 @@ impl SubagentHost {
             plan: None,
             goal: None,
             compaction: self.compaction,
+            // The parent's scan around its Agent call checkpoints what a subagent changes.
+            checkpoints: None,
         };
         let spawned = spawn_agent(config, log, Vec::new());
         if restored.system_prompt.is_none() {

@@ -294,7 +294,16 @@ fn undo_selector_from_esc_esc() {
     assert_snapshot!("undo_selector", h.screen(50, 14));
     h.key(KeyCode::Down);
     h.key(KeyCode::Enter);
-    assert_eq!(h.actions(), vec![UiAction::Op(Op::Undo { count: 2 })]);
+    // Then what to put back: the first row is conversation and files.
+    h.key(KeyCode::Enter);
+    assert_eq!(
+        h.actions(),
+        vec![UiAction::Op(Op::Rewind {
+            turns: 2,
+            scope: kimi_protocol::checkpoint::RewindScope::Both,
+            force: false
+        })]
+    );
 }
 
 #[test]
