@@ -122,6 +122,26 @@ fn rewind_restores_edit_write_and_bash_changes_and_leaves_git_and_user_files_alo
             "{name}: Edit, Write and Bash checkpoints: {steps:#?}"
         );
 
+        // The process has ended: content only its workspace snapshot held (a file no call
+        // changed) is gone, so a closed session keeps no copy of the workspace.
+        let untouched = {
+            use sha2::Digest;
+            let digest = sha2::Sha256::digest(b"same\n");
+            digest
+                .iter()
+                .map(|b| format!("{b:02x}"))
+                .collect::<String>()
+        };
+        assert_eq!(
+            common::find_file(fx.home.path(), &id, &untouched),
+            None,
+            "{name}: snapshot-only content released at exit"
+        );
+        assert!(
+            common::find_file(fx.home.path(), &id, "wire.jsonl").is_some(),
+            "{name}: the lookup itself works"
+        );
+
         // The user adds a file after the turn: the rewind leaves it.
         std::fs::write(cwd.join("mine.txt"), "user's\n").unwrap();
         let run = rewind(&fx, &id, &["--turns", "1"]);

@@ -596,6 +596,7 @@ fn open_checkpoints(
             "checkpoint content past checkpoint.retain_turns / retain_days pruned"
         );
     }
+    checkpoints.keep_existing_blobs();
     Some(Arc::new(checkpoints))
 }
 

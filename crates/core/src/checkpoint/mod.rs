@@ -19,7 +19,7 @@ pub mod prune;
 pub mod restore;
 pub mod scan;
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::{BTreeSet, HashMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
@@ -143,6 +143,10 @@ struct State {
     dirs: BTreeSet<PathBuf>,
     /// Whether `snapshot` has been filled by a scan in this process.
     scanned: bool,
+    /// Blobs a `checkpoint.step` names (this process's steps and the ones kept at open).
+    /// Everything else in the store is snapshot-only content, released when the session
+    /// closes so a closed session does not keep a copy of the whole workspace.
+    referenced: HashSet<String>,
 }
 
 /// Taken before a call runs; turned into a `checkpoint.step` after it.
@@ -201,6 +205,39 @@ impl Checkpoints {
             scope,
             state: Mutex::new(State::default()),
         }
+    }
+
+    /// Count every blob now in the store as named by a checkpoint: called at session open,
+    /// after retention pruning, when only kept checkpoints' content is left.
+    pub fn keep_existing_blobs(&self) {
+        let existing = self.blobs.list();
+        let mut state = self.state();
+        state
+            .referenced
+            .extend(existing.into_iter().map(|(sha, _)| sha));
+    }
+
+    /// Delete the snapshot-only content (blobs no checkpoint names). Returns how many blobs
+    /// were removed. The snapshot is forgotten, so a later Bash call re-reads the workspace.
+    pub fn release_snapshot(&self) -> u64 {
+        let mut state = self.state();
+        state.snapshot.clear();
+        state.scanned = false;
+        let mut removed = 0;
+        for (sha, path) in self.blobs.list() {
+            if state.referenced.contains(&sha) {
+                continue;
+            }
+            match std::fs::remove_file(&path) {
+                Ok(()) => removed += 1,
+                Err(err) => tracing::warn!(
+                    path = %path.display(),
+                    %err,
+                    "snapshot-only checkpoint content could not be removed"
+                ),
+            }
+        }
+        removed
     }
 
     pub fn blobs(&self) -> &BlobStore {
@@ -449,6 +486,13 @@ impl Checkpoints {
         if changes.is_empty() && skipped.is_empty() && created_dirs.is_empty() {
             return None;
         }
+        let mut state = self.state();
+        for change in &changes {
+            for image in [&change.before, &change.after].into_iter().flatten() {
+                state.referenced.insert(image.sha256.clone());
+            }
+        }
+        drop(state);
         Some(CheckpointStep {
             turn_id,
             tool_call_id: tool_call_id.to_owned(),
@@ -458,6 +502,19 @@ impl Checkpoints {
             created_dirs,
             skipped,
         })
+    }
+}
+
+impl Drop for Checkpoints {
+    /// The session is closing: its snapshot of the workspace is only needed while it runs.
+    fn drop(&mut self) {
+        let removed = self.release_snapshot();
+        if removed > 0 {
+            tracing::info!(
+                blobs = removed,
+                "checkpoint: snapshot-only content released"
+            );
+        }
     }
 }
 

@@ -7,6 +7,7 @@ use std::path::Path;
 use kimi_protocol::checkpoint::{CheckpointMethod, RewindReport};
 use pretty_assertions::assert_eq;
 
+use super::blobs::sha256_hex;
 use super::restore::{apply, plan};
 use super::*;
 
@@ -165,5 +166,41 @@ fn tools_without_file_effects_take_no_checkpoint() {
     assert_eq!(
         capture_kind("Write", &plan(Some(write))),
         CaptureKind::Declared(vec![PathBuf::from("/x")])
+    );
+}
+
+#[test]
+fn closing_the_session_releases_snapshot_only_content_and_keeps_what_steps_name() {
+    let root = tempfile::tempdir().unwrap();
+    let data = tempfile::tempdir().unwrap();
+    let r = root.path();
+    write(&r.join("untouched.txt"), "only in the snapshot\n");
+    write(&r.join("change.txt"), "before\n");
+    let cp = checkpoints(r, data.path());
+    let ticket = cp.before(&CaptureKind::Scan).unwrap();
+    write(&r.join("change.txt"), "after\n");
+    let step = cp.after(ticket, 1, "c1", "Bash").unwrap();
+    let untouched = sha256_hex(b"only in the snapshot\n");
+    assert!(cp.blobs().contains(&untouched), "the snapshot holds it");
+    drop(cp);
+
+    let reopened = checkpoints(r, data.path());
+    assert!(
+        !reopened.blobs().contains(&untouched),
+        "a closed session keeps no copy of files no checkpoint names"
+    );
+    for sha in [sha256_hex(b"before\n"), sha256_hex(b"after\n")] {
+        assert!(
+            reopened.blobs().contains(&sha),
+            "the step's content is kept"
+        );
+    }
+    let restore = plan(std::slice::from_ref(&step), reopened.blobs());
+    assert!(restore.conflicts.is_empty(), "{:?}", restore.conflicts);
+    let mut report = RewindReport::default();
+    apply(&restore, reopened.blobs(), &mut report).unwrap();
+    assert_eq!(
+        std::fs::read_to_string(r.join("change.txt")).unwrap(),
+        "before\n"
     );
 }
