@@ -8,8 +8,7 @@ use kimi_protocol::ops::{GoalAction, Op, PermissionMode};
 
 use crate::app::App;
 use crate::cells::NoticeLevel;
-use crate::dialogs::{Picker, PickerItem, PickerKind};
-use crate::input::mode_name;
+use crate::dialogs::{Picker, PickerKind};
 
 const MAX_OBJECTIVE_CHARS: usize = 4000;
 
@@ -145,7 +144,7 @@ impl App {
                 // As in the reference: outside auto mode the user first picks the mode the
                 // goal runs in.
                 self.goal_pending = Some(action);
-                let items = [
+                let items = crate::input::mode_items([
                     (
                         PermissionMode::Auto,
                         "run the goal unattended: approve everything",
@@ -155,15 +154,7 @@ impl App {
                         "approve regular tool calls, ask for sensitive ones",
                     ),
                     (PermissionMode::Manual, "keep asking before changes"),
-                ]
-                .into_iter()
-                .map(|(m, d)| PickerItem {
-                    label: mode_name(m).to_owned(),
-                    detail: d.to_owned(),
-                    value: mode_name(m).to_owned(),
-                    this_dir: true,
-                })
-                .collect();
+                ]);
                 self.open_picker(Picker::new(
                     PickerKind::GoalMode,
                     "Start the goal in which permission mode?",

@@ -389,22 +389,14 @@ impl App {
             Command::Yolo => self.toggle_mode(PermissionMode::Yolo, args),
             Command::Auto => self.toggle_mode(PermissionMode::Auto, args),
             Command::Permission => {
-                let items = [
+                let items = mode_items([
                     (PermissionMode::Manual, "ask before edits and commands"),
                     (
                         PermissionMode::Auto,
                         "allow safe actions, ask for risky ones",
                     ),
                     (PermissionMode::Yolo, "allow everything"),
-                ]
-                .into_iter()
-                .map(|(m, d)| PickerItem {
-                    label: mode_name(m).to_owned(),
-                    detail: d.to_owned(),
-                    value: mode_name(m).to_owned(),
-                    this_dir: true,
-                })
-                .collect();
+                ]);
                 self.open_picker(Picker::new(
                     PickerKind::Permission,
                     "Permission mode",
@@ -670,6 +662,19 @@ impl App {
         }
         true
     }
+}
+
+/// Picker items for permission modes, each with its description.
+pub(crate) fn mode_items<const N: usize>(modes: [(PermissionMode, &str); N]) -> Vec<PickerItem> {
+    modes
+        .into_iter()
+        .map(|(m, d)| PickerItem {
+            label: mode_name(m).to_owned(),
+            detail: d.to_owned(),
+            value: mode_name(m).to_owned(),
+            this_dir: true,
+        })
+        .collect()
 }
 
 pub fn mode_name(mode: PermissionMode) -> &'static str {

@@ -416,8 +416,16 @@ pub(crate) fn undo_count(body: &ActionBody) -> Result<u32, ApiError> {
         })
 }
 
-async fn undo(live: &Live, body: ActionBody) -> ApiResult<Value> {
-    let count = undo_count(&body)?;
+/// Send `op` to a session that is idle (else `BUSY`) and wait, within `limit`, for the frame
+/// of `kind` that answers it (its payload) or the engine's `error` (its message). `what`
+/// names the operation in messages.
+pub(crate) async fn ask_idle_session(
+    live: &Live,
+    op: Op,
+    kind: &str,
+    what: &str,
+    limit: Duration,
+) -> Result<Result<Result<Value, String>, tokio::time::error::Elapsed>, ApiError> {
     if live.busy() {
         return Err(ApiError::new(
             code::BUSY,
@@ -425,16 +433,15 @@ async fn undo(live: &Live, body: ActionBody) -> ApiResult<Value> {
         ));
     }
     let mut events = live.subscribe(None).live;
-    live.handle.send(Op::Undo { count });
-    let outcome = tokio::time::timeout(Duration::from_secs(30), async {
+    live.handle.send(op);
+    Ok(tokio::time::timeout(limit, async {
         loop {
             match events.recv().await {
-                Ok(frame) if frame.kind == "context.undone" => return Ok(()),
+                Ok(frame) if frame.kind == kind => return Ok(frame.payload.clone()),
                 Ok(frame) if frame.kind == "error" => {
                     return Err(frame.payload["message"]
                         .as_str()
-                        .unwrap_or("undo failed")
-                        .to_owned());
+                        .map_or_else(|| format!("{what} failed"), str::to_owned));
                 }
                 Ok(_) | Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => {}
                 Err(tokio::sync::broadcast::error::RecvError::Closed) => {
@@ -443,9 +450,21 @@ async fn undo(live: &Live, body: ActionBody) -> ApiResult<Value> {
             }
         }
     })
-    .await;
+    .await)
+}
+
+async fn undo(live: &Live, body: ActionBody) -> ApiResult<Value> {
+    let count = undo_count(&body)?;
+    let outcome = ask_idle_session(
+        live,
+        Op::Undo { count },
+        "context.undone",
+        "undo",
+        Duration::from_secs(30),
+    )
+    .await?;
     match outcome {
-        Ok(Ok(())) => {}
+        Ok(Ok(_)) => {}
         Ok(Err(message)) => {
             return Err(ApiError::new(
                 code::CANNOT_UNDO,

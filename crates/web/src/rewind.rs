@@ -13,7 +13,7 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use crate::error::{ApiError, ApiResult, Data, code};
-use crate::rest::JsonBody;
+use crate::rest::{JsonBody, ask_idle_session};
 use crate::server::App;
 
 /// The rewind met files changed outside the agent.
@@ -42,41 +42,21 @@ pub async fn rewind(
             ApiError::validation(format!("turns must be a positive integer, got {turns}"))
         })?;
     let live = app.registry.get(&id).await?;
-    if live.busy() {
-        return Err(ApiError::new(
-            code::BUSY,
-            "a turn is active or a compaction is running: wait for it to finish, then retry",
-        ));
-    }
-    let mut events = live.subscribe(None).live;
-    live.handle.send(Op::Rewind {
+    let op = Op::Rewind {
         turns,
         scope: body.scope.unwrap_or_default(),
         force: body.force,
-    });
+    };
     // The engine answers with one `rewind.done` (or an `error`); a rewind of a big tree may
     // take a while, so the wait is generous but bounded.
-    let outcome = tokio::time::timeout(Duration::from_secs(120), async {
-        loop {
-            match events.recv().await {
-                Ok(frame) if frame.kind == "rewind.done" => {
-                    return serde_json::from_value::<RewindReport>(frame.payload["report"].clone())
-                        .map_err(|e| format!("unreadable rewind report: {e}"));
-                }
-                Ok(frame) if frame.kind == "error" => {
-                    return Err(frame.payload["message"]
-                        .as_str()
-                        .unwrap_or("rewind failed")
-                        .to_owned());
-                }
-                Ok(_) | Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => {}
-                Err(tokio::sync::broadcast::error::RecvError::Closed) => {
-                    return Err("the session shut down".to_owned());
-                }
-            }
-        }
-    })
-    .await;
+    let outcome = ask_idle_session(&live, op, "rewind.done", "rewind", Duration::from_secs(120))
+        .await?
+        .map(|answer| {
+            answer.and_then(|payload| {
+                serde_json::from_value::<RewindReport>(payload["report"].clone())
+                    .map_err(|e| format!("unreadable rewind report: {e}"))
+            })
+        });
     match outcome {
         Ok(Ok(report)) if !report.applied => {
             let paths: Vec<&str> = report.conflicts.iter().map(|c| c.path.as_str()).collect();
