@@ -151,6 +151,7 @@ async fn in_process(rt_note: &str) {
         marks: Arc::clone(&marks),
     });
     let choice = ModelChoice {
+        alias: model.alias.clone(),
         provider,
         params: ModelParams::default(),
         max_context_tokens: model.max_context_size,
@@ -302,6 +303,7 @@ async fn resume_bench() {
     let server = ScriptServer::start(Vec::new()).await.unwrap();
     let model = server.model(ProviderType::OpenAi, "scripted-model");
     let choice = || ModelChoice {
+        alias: model.alias.clone(),
         provider: kimi_llm::build_provider(&model).unwrap(),
         params: ModelParams::default(),
         max_context_tokens: model.max_context_size,

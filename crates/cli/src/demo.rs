@@ -60,6 +60,7 @@ pub fn run(dir: Option<PathBuf>) -> anyhow::Result<u8> {
     let home = dir.join(".kimi-rs-home");
     let provider: Arc<dyn Provider> = Arc::new(ScriptedProvider::new(script()));
     let model = ModelChoice {
+        alias: "demo".to_owned(),
         provider,
         params: ModelParams::default(),
         max_context_tokens: 128_000,

@@ -93,8 +93,6 @@ impl SessionFactory for TuiSessions {
 struct Launch {
     host: SessionHost,
     cwd: PathBuf,
-    model_name: String,
-    context_window: u64,
     home: PathBuf,
     config: Arc<Config>,
 }
@@ -128,14 +126,35 @@ impl Launch {
     }
 
     fn info(&self, opened: &OpenedSession) -> SessionInfo {
+        let runtime = opened.agent.handle.runtime();
+        // The session's own model: a resumed session may have switched away from the launch's.
+        let model = runtime.config.model.get();
+        let models = runtime
+            .config
+            .models
+            .as_ref()
+            .map(|models| models.options())
+            .unwrap_or_default()
+            .into_iter()
+            .map(|option| kimi_tui::ModelEntry {
+                description: if option.model == option.alias {
+                    option.provider
+                } else {
+                    format!("{} · {}", option.model, option.provider)
+                },
+                alias: option.alias,
+                efforts: option.efforts,
+            })
+            .collect();
         SessionInfo {
             version: env!("CARGO_PKG_VERSION").to_owned(),
             session_id: opened.session.state.id.clone(),
             title: opened.session.state.title.clone().unwrap_or_default(),
             cwd: self.cwd.display().to_string(),
-            model: self.model_name.clone(),
-            models: Vec::new(),
-            context_window: self.context_window,
+            model: model.alias.clone(),
+            effort: model.params.thinking.map(|e| e.as_str().to_owned()),
+            models,
+            context_window: model.max_context_tokens,
             permission_mode: opened.agent.handle.runtime().config.permissions.mode(),
             // The engine's state: a resumed session may be in plan mode without `--plan`.
             plan_mode: opened
@@ -353,12 +372,10 @@ pub fn run(args: &RunArgs) -> anyhow::Result<u8> {
         _ => Resume::New,
     };
     let config = crate::config::load(&home)?;
-    let model = resolve_model(&config, args.model.as_deref()).context(
+    // Checked before the terminal is taken over, so a missing model is a plain error.
+    resolve_model(&config, args.model.as_deref()).context(
         "no model to talk to; set KIMI_MODEL_NAME/KIMI_MODEL_API_KEY (see README) or add one to config.toml, or try `kimi-rs demo`",
     )?;
-    let model_name = model.provider.model().to_owned();
-    let context_window = model.max_context_tokens;
-    drop(model);
     let (permissions, rule_warnings) = permission_state(&config, args)?;
     // tui.toml: a file with errors means the defaults, with its problems shown like the rest.
     let tui_file = kimi_config::tui::TuiFile::read(&home.join("tui.toml"));
@@ -410,8 +427,6 @@ pub fn run(args: &RunArgs) -> anyhow::Result<u8> {
         let launch = Arc::new(Launch {
             host: SessionHost::new(home.clone(), Arc::new(factory)),
             cwd: cwd.clone(),
-            model_name,
-            context_window,
             home: home.clone(),
             config: config.clone(),
         });

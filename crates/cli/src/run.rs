@@ -30,6 +30,8 @@ pub const EXIT_FAILED: u8 = 1;
 pub const EXIT_CANCELLED: u8 = 130;
 
 pub struct ModelChoice {
+    /// The `[models]` alias, or the environment model's name.
+    pub alias: String,
     pub provider: Arc<dyn Provider>,
     pub params: ModelParams,
     pub max_context_tokens: u64,
@@ -38,6 +40,15 @@ pub struct ModelChoice {
 /// The model of the parsed config plus the `KIMI_MODEL_*` environment; `[thinking]
 /// enabled/effort` pick the effort the model is asked for.
 pub fn resolve_model(config: &Config, alias: Option<&str>) -> anyhow::Result<ModelChoice> {
+    resolve_model_with(config, alias, None)
+}
+
+/// [`resolve_model`] asked with `effort` (a session's `/effort`) instead of `[thinking]`.
+pub fn resolve_model_with(
+    config: &Config,
+    alias: Option<&str>,
+    effort: Option<kimi_llm::ThinkingEffort>,
+) -> anyhow::Result<ModelChoice> {
     let llm = LlmConfig::from_config(config)?;
     let env = |name: &str| std::env::var(name).ok();
     let model = llm.resolve_model(alias, &env)?;
@@ -45,10 +56,11 @@ pub fn resolve_model(config: &Config, alias: Option<&str>) -> anyhow::Result<Mod
     let provider = crate::accounts::provider_for(home, &model)?;
     let params = ModelParams {
         max_tokens: model.max_output_size,
-        thinking: model.effective_thinking(llm.thinking_effort()),
+        thinking: model.effective_thinking(effort.or(llm.thinking_effort())),
         ..ModelParams::default()
     };
     Ok(ModelChoice {
+        alias: model.alias.clone(),
         provider,
         params,
         max_context_tokens: model.max_context_size,
@@ -135,6 +147,10 @@ pub fn setup(
         home,
         cwd,
         resume,
+        model_alias: Some(model.alias),
+        models: Some(Arc::new(crate::model_catalog::ConfigModels::new(
+            config.clone(),
+        ))),
         provider: model.provider,
         params: model.params,
         max_context_tokens: model.max_context_tokens,

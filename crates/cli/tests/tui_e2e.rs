@@ -34,7 +34,8 @@ const WAIT: Duration = Duration::from_secs(20);
 const PROMPT: &str = "please write the notes file";
 const STREAM_FIRST: &str = "Sure, writing notes.txt";
 const STREAM_SECOND: &str = "with one greeting line.";
-const FINAL_ANSWER: &str = "Done: notes.txt now greets you.";
+// Chinese and emoji: two columns each, drawn without gaps in the viewport and in scrollback.
+const FINAL_ANSWER: &str = "Done: notes.txt now greets you. 完成 ✅";
 const CONTENT: &str = "hello from the e2e test\n";
 
 /// The binary on a fresh pseudo-terminal, and the emulator that reads its screen.
@@ -622,6 +623,135 @@ fn first_start_offers_the_kimi_code_import_once() {
     s.send(b"\x04");
     let (status, _) = s.wait_exit("Ctrl-D");
     assert!(status.success(), "{status}");
+}
+
+/// `[models]` aliases on the scripted server, beside the environment's model `m`.
+fn two_models_config(base_url: &str) -> String {
+    format!(
+        "[providers.script]\ntype = \"openai\"\napi_key = \"k\"\nbase_url = \"{base_url}/v1\"\n\n\
+         [models.alpha]\nprovider = \"script\"\nmodel = \"model-a\"\nmax_context_size = 100000\n\n\
+         [models.beta]\nprovider = \"script\"\nmodel = \"model-b\"\nmax_context_size = 100000\n"
+    )
+}
+
+/// `/btw` asks on the side: a tool-less request carrying the conversation so far, its answer
+/// in its own pane, and nothing of it in the next main request. `/model`, typing `beta`,
+/// Enter sends the next request to the model aliased `beta`; after `-S <id>` it still does.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn btw_answers_on_the_side_and_model_switches_survive_resume() {
+    const CODEWORD: &str = "remember the codeword TANGERINE";
+    const SIDE: &str = "what is 2+2";
+    const SIDE_ANSWER: &str = "It is 4, by the way.";
+    let work = tempfile::tempdir().unwrap();
+    let home = tempfile::tempdir().unwrap();
+    let server = ScriptServer::start(vec![
+        ScriptTurn::text("Noted: 完成 🎉"),
+        ScriptTurn::text(SIDE_ANSWER),
+        ScriptTurn::text("Beta here."),
+        ScriptTurn::text("Still beta."),
+    ])
+    .await
+    .unwrap();
+    let base_url = server.base_url();
+    std::fs::write(
+        home.path().join("config.toml"),
+        two_models_config(&base_url),
+    )
+    .unwrap();
+    let (work_path, home_path) = (work.path().to_owned(), home.path().to_owned());
+    let url = base_url.clone();
+    tokio::task::spawn_blocking(move || {
+        let mut s = Session::spawn(&work_path, &home_path, &url, &[]);
+        s.wait_for("the prompt", |t| {
+            t.contains("ask anything") && t.contains("manual · m · ")
+        });
+        s.send(format!("{CODEWORD}\r").as_bytes());
+        s.wait_for("the unspaced answer", |t| t.contains("Noted: 完成 🎉"));
+        s.wait_for("the idle prompt", |t| t.contains("ask anything"));
+
+        s.send(format!("/btw {SIDE}\r").as_bytes());
+        let pane = s.wait_for("the side answer in its pane", |t| t.contains(SIDE_ANSWER));
+        assert!(pane.contains(&format!("╭ btw {SIDE}")), "{pane}");
+        assert!(pane.contains("esc closes"), "{pane}");
+        s.send(b"\x1b");
+        s.wait_for("the pane closed", |t| !t.contains(SIDE_ANSWER));
+
+        s.send(b"/model\r");
+        let picker = s.wait_for("the model picker", |t| {
+            t.contains("Switch model") && t.contains("alpha") && t.contains("beta")
+        });
+        assert!(picker.contains("model-a"), "{picker}");
+        s.send(b"beta");
+        s.wait_for("the filtered picker", |t| !t.contains("model-a"));
+        s.send(b"\r");
+        s.wait_for("the switch confirmed in the footer", |t| {
+            t.contains("Model: beta (model-b)") && t.contains("manual · beta · ")
+        });
+        s.send(b"who are you\r");
+        s.wait_for("the answer from beta", |t| t.contains("Beta here."));
+        s.wait_for("the idle prompt", |t| t.contains("ask anything"));
+        s.send(b"\x04");
+        let (status, text) = s.wait_exit("Ctrl-D");
+        assert!(status.success(), "kimi-rs failed: {status}\n{text}");
+        // The side question never reached the transcript.
+        assert!(!text.contains(SIDE_ANSWER), "{text}");
+    })
+    .await
+    .unwrap();
+
+    let requests = server.requests();
+    assert_eq!(requests.len(), 3, "main, side, main");
+    let side = &requests[1].body;
+    assert!(
+        side.get("tools")
+            .is_none_or(|t| t.as_array().is_some_and(Vec::is_empty)),
+        "the side request offers no tools: {side}"
+    );
+    assert!(
+        requests[1].raw_body.contains("TANGERINE"),
+        "{}",
+        requests[1].raw_body
+    );
+    assert!(
+        requests[1].raw_body.contains(SIDE),
+        "{}",
+        requests[1].raw_body
+    );
+    assert!(
+        requests[0].body.get("tools").is_some(),
+        "{}",
+        requests[0].raw_body
+    );
+    assert_eq!(requests[0].body["model"], "m");
+    let next = &requests[2];
+    assert_eq!(next.body["model"], "model-b", "{}", next.raw_body);
+    assert!(next.raw_body.contains("TANGERINE"), "{}", next.raw_body);
+    assert!(!next.raw_body.contains(SIDE), "{}", next.raw_body);
+    assert!(!next.raw_body.contains(SIDE_ANSWER), "{}", next.raw_body);
+
+    let store = kimi_store::SessionStore::new(kimi_store::Home::new(home.path()));
+    let id = store.index().list().unwrap()[0].id.clone();
+    let (work_path, home_path) = (work.path().to_owned(), home.path().to_owned());
+    tokio::task::spawn_blocking(move || {
+        let mut s = Session::spawn(&work_path, &home_path, &base_url, &["-S", &id]);
+        s.wait_for("the resumed session on beta", |t| {
+            t.contains("Beta here.") && t.contains("manual · beta · ")
+        });
+        s.send(b"and now?\r");
+        s.wait_for("the answer", |t| t.contains("Still beta."));
+        s.send(b"\x04");
+        let (status, text) = s.wait_exit("Ctrl-D");
+        assert!(status.success(), "kimi-rs failed: {status}\n{text}");
+    })
+    .await
+    .unwrap();
+    let requests = server.requests();
+    assert_eq!(requests.len(), 4);
+    assert_eq!(
+        requests[3].body["model"], "model-b",
+        "{}",
+        requests[3].raw_body
+    );
 }
 
 /// The main agent's journal under `sessions/`.

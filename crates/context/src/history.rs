@@ -282,7 +282,8 @@ impl History {
             | RecordPayload::CronCursor(_)
             | RecordPayload::TodoSet(_)
             | RecordPayload::CheckpointStep(_)
-            | RecordPayload::CheckpointRewind(_) => return RecordOutcome::Ignored,
+            | RecordPayload::CheckpointRewind(_)
+            | RecordPayload::ModelSet(_) => return RecordOutcome::Ignored,
         };
         if let Some(owner) = foreign {
             return RecordOutcome::Skipped(SkipReason::OtherAgent(owner));

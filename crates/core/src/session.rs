@@ -16,6 +16,7 @@ use crate::engine::agent::{SpawnedAgent, spawn_linked};
 use crate::engine::hooks::EngineHooks;
 use crate::engine::log::BoundProfile;
 use crate::engine::log::{AgentLog, Restored};
+use crate::engine::model::{ActiveModel, ModelResolver, ModelSlot};
 use crate::engine::permissions::ChainPolicy;
 use crate::engine::records::profile_bind;
 use crate::engine::runtime::{AgentConfig, FrontLink, PermissionPolicy};
@@ -96,6 +97,10 @@ pub struct SessionSetup {
     pub config: Arc<kimi_config::Config>,
     /// `[subagent] models`, resolved by the front end (it builds providers).
     pub model_pool: crate::subagent::ModelPool,
+    /// What `/model` calls `provider` (`None`: its model id).
+    pub model_alias: Option<String>,
+    /// The models the session may switch to (`Op::SetModel`); `None` = it cannot switch.
+    pub models: Option<Arc<dyn ModelResolver>>,
 }
 
 /// Builds tools for the session with the given id.
@@ -481,12 +486,27 @@ pub fn open_session(setup: SessionSetup) -> Result<OpenedSession, SessionError> 
     // The goal tools belong to the main agent only (subagents got `extension_tools` above).
     let mut main_tools = extension_tools.clone();
     main_tools.extend(crate::goal::tools::goal_tools(&goals));
-    let config = AgentConfig {
-        session_id: session.state.id.clone(),
-        system_prompt: system_prompt.clone(),
+    let mut model = ActiveModel {
+        alias: setup
+            .model_alias
+            .clone()
+            .unwrap_or_else(|| setup.provider.model().to_owned()),
         provider: setup.provider,
         params: setup.params,
         max_context_tokens: setup.max_context_tokens,
+        requested_effort: None,
+    };
+    if let Some(set) = &restored.model {
+        match restored_model(setup.models.as_deref(), set, &model) {
+            Ok(restored) => model = restored,
+            Err(warning) => warnings.push(warning),
+        }
+    }
+    let config = AgentConfig {
+        session_id: session.state.id.clone(),
+        system_prompt: system_prompt.clone(),
+        model: ModelSlot::new(model),
+        models: setup.models.clone(),
         max_steps_per_turn: setup.max_steps_per_turn,
         retry: setup.retry,
         tools: Arc::new(main_registry(
@@ -537,7 +557,15 @@ pub fn open_session(setup: SessionSetup) -> Result<OpenedSession, SessionError> 
     if let Some(hooks) = hooks {
         hooks.fire_and_forget(HookEventData::SessionStart {
             source: if resumed { "resume" } else { "startup" }.to_owned(),
-            model: agent.handle.runtime().config.provider.model().to_owned(),
+            model: agent
+                .handle
+                .runtime()
+                .config
+                .model
+                .get()
+                .provider
+                .model()
+                .to_owned(),
             profile: profile.name.clone(),
         });
     }
@@ -564,6 +592,40 @@ pub fn open_session(setup: SessionSetup) -> Result<OpenedSession, SessionError> 
         profile,
         cron,
     })
+}
+
+/// The model a resumed session switched to last (`model.set`), built again; the error says
+/// why the session goes on with the launch's model instead.
+fn restored_model(
+    models: Option<&dyn ModelResolver>,
+    set: &kimi_protocol::record::ModelSet,
+    launch: &ActiveModel,
+) -> Result<ActiveModel, String> {
+    let effort = match set.effort.as_deref() {
+        Some(text) => Some(crate::engine::model::parse_effort(text)?),
+        None => None,
+    };
+    let alias = set.alias.clone().unwrap_or_else(|| launch.alias.clone());
+    match models {
+        Some(models) => models.resolve(&alias, effort).map_err(|err| {
+            format!(
+                "this session last used the model `{alias}`, which cannot be used now ({err}); it goes on with `{}`. Switch with /model",
+                launch.alias
+            )
+        }),
+        None if alias == launch.alias => {
+            let mut model = launch.clone();
+            if let Some(effort) = effort {
+                model.params.thinking = Some(effort);
+                model.requested_effort = Some(effort);
+            }
+            Ok(model)
+        }
+        None => Err(format!(
+            "this session last used the model `{alias}`, but this front end cannot switch models; it goes on with `{}`",
+            launch.alias
+        )),
+    }
 }
 
 /// The session's checkpointer (`None` with `[checkpoint] enabled = false`), after retention

@@ -42,6 +42,8 @@ fn setup(
         // What the front end does at start-up: the one parse of the home's config.toml.
         config: std::sync::Arc::new(kimi_config::Config::read(&home.join("config.toml"))),
         model_pool: Default::default(),
+        model_alias: None,
+        models: None,
     }
 }
 

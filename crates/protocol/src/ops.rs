@@ -121,8 +121,22 @@ pub enum Op {
         #[serde(default)]
         trigger: SwarmTrigger,
     },
+    /// Switch the session's model for the next request (`/model`): a `[models]` alias or the
+    /// environment's model name. Journaled (resume keeps it); answered with
+    /// `Event::ModelChanged` or `Event::Error`.
     SetModel {
         alias: String,
+    },
+    /// Switch the thinking effort (`/effort`): off, on, low, medium, high, xhigh or max.
+    /// Journaled like the model; answered with `Event::ModelChanged` or `Event::Error`.
+    SetEffort {
+        effort: String,
+    },
+    /// A side question (`/btw`): answered from a tool-less copy of the conversation so far,
+    /// with `Event::BtwAnswered`; neither question nor answer joins the history, and a
+    /// running turn goes on undisturbed.
+    Btw {
+        question: String,
     },
     /// Goal mode (`/goal …`, surface.md §9.2); answered with `Event::GoalUpdated` (or
     /// `Event::Error` / `Event::Warning` saying why nothing changed).
@@ -393,6 +407,27 @@ pub enum Event {
     Warning { message: String },
     #[serde(rename = "error")]
     Error { message: String },
+    /// The session's model or thinking effort changed (`Op::SetModel`, `Op::SetEffort`).
+    #[serde(rename = "model.changed")]
+    ModelChanged {
+        /// The `[models]` alias (or the environment model's name) now in use.
+        alias: String,
+        /// The provider's model id.
+        model: String,
+        /// The thinking effort requests now carry (`None`: thinking is not mentioned).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        effort: Option<String>,
+        /// The model's context window in tokens (0 = unknown).
+        context_window: u64,
+    },
+    /// The answer to `Op::Btw`, or why there is none (`error`).
+    #[serde(rename = "btw.answered")]
+    BtwAnswered {
+        question: String,
+        answer: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        error: Option<String>,
+    },
     /// Swarm mode turned on (with what started it) or off.
     #[serde(rename = "swarm_mode")]
     SwarmMode {

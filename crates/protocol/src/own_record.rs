@@ -57,6 +57,18 @@ pub struct ProfileBind {
     pub system_prompt: Option<String>,
 }
 
+/// `model.set`: the session switched its model (`/model`, ACP `session/set_model`) or its
+/// thinking effort (`/effort`). The newest one wins on resume; `alias` names a `[models]`
+/// entry or the environment's model, `effort` one of off/on/low/medium/high/xhigh/max.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ModelSet {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub alias: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub effort: Option<String>,
+}
+
 /// A scheduled cron job as journaled in `cron.add` (surface.md §9.3).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]

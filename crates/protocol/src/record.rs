@@ -15,7 +15,7 @@ use serde_json::{Map, Value};
 pub use crate::checkpoint::{CheckpointRewind, CheckpointStep};
 pub use crate::goal_record::{GoalClear, GoalCreate, GoalUpdate};
 pub use crate::own_record::{
-    CronAdd, CronCursor, CronDelete, CronJob, PlanModeRecord, ProfileBind, PromptQueued,
+    CronAdd, CronCursor, CronDelete, CronJob, ModelSet, PlanModeRecord, ProfileBind, PromptQueued,
     PromptSteer, TodoItem, TodoSet, TodoStatus,
 };
 pub use crate::ref_record::*;
@@ -154,6 +154,8 @@ pub enum RecordPayload {
     CheckpointStep(CheckpointStep),
     #[serde(rename = "checkpoint.rewind")]
     CheckpointRewind(CheckpointRewind),
+    #[serde(rename = "model.set")]
+    ModelSet(ModelSet),
     /// Any record this version does not type, kept verbatim (including its `type`, without `time`).
     #[serde(skip)]
     Other(Map<String, Value>),
@@ -210,6 +212,7 @@ pub(crate) const TYPED: &[&str] = &[
     "todo.set",
     "checkpoint.step",
     "checkpoint.rewind",
+    "model.set",
 ];
 
 impl RecordPayload {
@@ -245,7 +248,8 @@ impl RecordPayload {
             | RecordPayload::CronCursor(_)
             | RecordPayload::TodoSet(_)
             | RecordPayload::CheckpointStep(_)
-            | RecordPayload::CheckpointRewind(_) => return None,
+            | RecordPayload::CheckpointRewind(_)
+            | RecordPayload::ModelSet(_) => return None,
             RecordPayload::AppendMessage(r) => &r.agent_id,
             RecordPayload::AppendLoopEvent(r) => &r.agent_id,
             RecordPayload::ApplyCompaction(r) => &r.agent_id,
@@ -294,7 +298,8 @@ impl RecordPayload {
             | RecordPayload::CronCursor(_)
             | RecordPayload::TodoSet(_)
             | RecordPayload::CheckpointStep(_)
-            | RecordPayload::CheckpointRewind(_) => return None,
+            | RecordPayload::CheckpointRewind(_)
+            | RecordPayload::ModelSet(_) => return None,
             RecordPayload::AppendMessage(r) => &mut r.agent_id,
             RecordPayload::AppendLoopEvent(r) => &mut r.agent_id,
             RecordPayload::ApplyCompaction(r) => &mut r.agent_id,
@@ -389,6 +394,7 @@ impl Record {
             RecordPayload::TodoSet(_) => "todo.set",
             RecordPayload::CheckpointStep(_) => "checkpoint.step",
             RecordPayload::CheckpointRewind(_) => "checkpoint.rewind",
+            RecordPayload::ModelSet(_) => "model.set",
         }
     }
 
@@ -507,6 +513,7 @@ fn decode_payload(
         "todo.set" => direct!(TodoSet),
         "checkpoint.step" => direct!(CheckpointStep),
         "checkpoint.rewind" => direct!(CheckpointRewind),
+        "model.set" => direct!(ModelSet),
         _ => serde_json::from_value(Value::Object(map)),
     }
 }

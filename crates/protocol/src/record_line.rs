@@ -140,6 +140,7 @@ impl Record {
             "todo.set" => TodoSet,
             "checkpoint.step" => CheckpointStep,
             "checkpoint.rewind" => CheckpointRewind,
+            "model.set" => ModelSet,
         }?;
         Some(Record { payload, time })
     }

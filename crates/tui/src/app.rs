@@ -135,6 +135,8 @@ pub struct App {
     pub(crate) goal_queue_wanted: bool,
     /// A `/goal` start waiting for its permission-mode choice.
     pub(crate) goal_pending: Option<kimi_protocol::ops::GoalAction>,
+    /// The `/btw` side question on screen (its own pane, never in the transcript).
+    pub(crate) btw: Option<crate::btw::BtwPane>,
     actions: Vec<UiAction>,
     pub(crate) should_exit: bool,
 }
@@ -185,6 +187,7 @@ impl App {
             goal_status_wanted: false,
             goal_queue_wanted: false,
             goal_pending: None,
+            btw: None,
             actions: Vec::new(),
             should_exit: false,
         };
@@ -618,6 +621,17 @@ impl App {
             Event::McpStatus { status } => self.push(CellKind::Mcp(status)),
             Event::GoalUpdated { goal, change } => self.goal_updated(goal, change),
             Event::GoalQueue { goals } => self.goal_queue_listed(goals),
+            Event::ModelChanged {
+                alias,
+                model,
+                effort,
+                context_window,
+            } => self.model_changed(alias, model, effort, context_window),
+            Event::BtwAnswered {
+                question,
+                answer,
+                error,
+            } => self.btw_answered(question, answer, error),
             Event::SessionTitle { title, changed } => {
                 self.info.title = title.clone().unwrap_or_default();
                 if !changed {

@@ -19,6 +19,8 @@ use crate::wrap::{str_width, truncate, wrap_line};
 pub enum PickerKind {
     Session,
     Model,
+    /// `/effort`: the thinking effort.
+    Effort,
     Permission,
     Undo,
     /// After the undo picker: conversation, files or both (value `<scope>:<turns>`).
@@ -654,6 +656,7 @@ fn picker_lines(p: &Picker, t: &Theme, width: usize, out: &mut Vec<Line<'static>
         PickerKind::Task => "enter shows output · ctrl-x stops · esc closes",
         PickerKind::Session
         | PickerKind::Model
+        | PickerKind::Effort
         | PickerKind::Permission
         | PickerKind::Undo
         | PickerKind::SwarmPermission

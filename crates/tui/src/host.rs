@@ -41,6 +41,8 @@ pub use kimi_protocol::host::{McpServerEntry, McpServerState, McpStatus};
 pub struct ModelEntry {
     pub alias: String,
     pub description: String,
+    /// Thinking efforts the model accepts (empty: any); `/effort` offers these.
+    pub efforts: Vec<String>,
 }
 
 /// A skill the user can start with a slash command (completion menu row).
@@ -58,7 +60,10 @@ pub struct SessionInfo {
     pub session_id: String,
     pub title: String,
     pub cwd: String,
+    /// The model in use: its `[models]` alias (or the environment model's name).
     pub model: String,
+    /// The thinking effort requests carry (`None`: not mentioned).
+    pub effort: Option<String>,
     pub models: Vec<ModelEntry>,
     pub context_window: u64,
     pub permission_mode: PermissionMode,
@@ -75,6 +80,7 @@ impl Default for SessionInfo {
             title: String::new(),
             cwd: String::new(),
             model: String::new(),
+            effort: None,
             models: Vec::new(),
             context_window: 0,
             permission_mode: PermissionMode::Manual,

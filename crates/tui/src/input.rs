@@ -84,6 +84,7 @@ impl App {
                 if !command.trim().is_empty() {
                     self.history.push(&format!("!{command}"));
                     self.editor.clear();
+                    self.shell_mode = false;
                     self.op(Op::Shell {
                         command,
                         background: true,
@@ -209,6 +210,11 @@ impl App {
     }
 
     fn esc(&mut self) {
+        // The side-question pane closes first: it is what the user just looked at.
+        if self.btw.is_some() {
+            self.btw = None;
+            return;
+        }
         if self.is_busy() {
             self.op(Op::Cancel { queued: false });
             return;
@@ -245,6 +251,8 @@ impl App {
                 command: text,
                 background: false,
             });
+            // One command per `!`: the next prompt goes to the model again.
+            self.shell_mode = false;
             return;
         }
         self.history.push(&raw);
@@ -367,6 +375,9 @@ impl App {
                 self.open_picker(picker);
                 self.op(Op::ListSessions { all: false });
             }
+            Command::Model if !args.is_empty() => self.op(Op::SetModel {
+                alias: args.to_owned(),
+            }),
             Command::Model => {
                 let current = self.info.model.clone();
                 let items = self
@@ -384,8 +395,20 @@ impl App {
                         this_dir: true,
                     })
                     .collect();
-                self.open_picker(Picker::new(PickerKind::Model, "Switch model", items));
+                let mut picker = Picker::new(PickerKind::Model, "Switch model", items);
+                picker.empty_text =
+                    "no models configured: add [models.<alias>] to config.toml".to_owned();
+                // Start on the model in use.
+                if let Some(i) = self.info.models.iter().position(|m| m.alias == current) {
+                    picker.selected = i;
+                }
+                self.open_picker(picker);
             }
+            Command::Effort if !args.is_empty() => self.op(Op::SetEffort {
+                effort: args.to_owned(),
+            }),
+            Command::Effort => self.open_effort_picker(),
+            Command::Btw => self.ask_btw(args),
             Command::Yolo => self.toggle_mode(PermissionMode::Yolo, args),
             Command::Auto => self.toggle_mode(PermissionMode::Auto, args),
             Command::Permission => {
@@ -526,10 +549,9 @@ impl App {
                     PickerKind::Session => {
                         self.emit(UiAction::Host(HostRequest::ResumeSession { id: value }));
                     }
-                    PickerKind::Model => {
-                        self.info.model.clone_from(&value);
-                        self.op(Op::SetModel { alias: value });
-                    }
+                    // The footer changes when the engine confirms (`Event::ModelChanged`).
+                    PickerKind::Model => self.op(Op::SetModel { alias: value }),
+                    PickerKind::Effort => self.op(Op::SetEffort { effort: value }),
                     PickerKind::Permission => {
                         let mode = match value.as_str() {
                             "yolo" => PermissionMode::Yolo,

@@ -23,6 +23,7 @@
 
 pub mod agent_card;
 pub mod app;
+pub mod btw;
 pub mod cells;
 pub mod commands;
 pub mod config;

@@ -72,6 +72,9 @@ impl App {
                 ));
             }
         }
+        if let Some(pane) = &self.btw {
+            out.extend(pane.lines(t, width));
+        }
         if let Some(strip) = self.goal_strip() {
             out.push(Line::styled(truncate(&strip, width), t.accent));
         }
@@ -233,7 +236,10 @@ impl App {
                     }
                     parts.push(m);
                 }
-                "model" if !self.info.model.is_empty() => parts.push(self.info.model.clone()),
+                "model" if !self.info.model.is_empty() => parts.push(match &self.info.effort {
+                    Some(effort) => format!("{} ({effort})", self.info.model),
+                    None => self.info.model.clone(),
+                }),
                 "cwd" if !self.info.cwd.is_empty() => parts.push(self.info.cwd.clone()),
                 "goal" => {
                     if let Some(goal) = &self.goal {

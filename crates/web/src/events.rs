@@ -198,6 +198,8 @@ pub fn convert(event: &Event) -> Option<(&'static str, Value, bool)> {
         Event::Error { message } => durable("error", json!({"message": message})),
         Event::SwarmMode { .. } => volatile("swarm_mode.updated", payload_of(event)),
         Event::SessionForked { .. } => durable("session.forked", payload_of(event)),
+        Event::ModelChanged { .. } => durable("model.changed", payload_of(event)),
+        Event::BtwAnswered { .. } => volatile("btw.answered", payload_of(event)),
         Event::GoalUpdated { .. } => durable("goal.updated", payload_of(event)),
         Event::GoalQueue { .. } => volatile("goal.queue", payload_of(event)),
         // Answers to host ops, which this server's clients do not send (sessions are listed

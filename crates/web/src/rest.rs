@@ -218,12 +218,13 @@ pub async fn get_session(State(app): State<Arc<App>>, Path(id): Path<String>) ->
 
 fn status(live: &Live) -> Value {
     let config = &live.handle.runtime().config;
+    let model = config.model.get();
     let context_tokens = live.state().context_tokens;
-    let max = config.max_context_tokens;
+    let max = model.max_context_tokens;
     json!({
         "busy": live.busy(),
-        "model": config.provider.model(),
-        "thinking_level": config.params.thinking,
+        "model": model.provider.model(),
+        "thinking_level": model.params.thinking,
         "permission": config.permissions.mode(),
         "plan_mode": false,
         "swarm_mode": live.handle.runtime().shared().swarm.is_some(),

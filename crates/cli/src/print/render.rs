@@ -234,7 +234,10 @@ impl<O: Write, E: Write> TurnWriter for TextWriter<O, E> {
             | Event::McpStatus { .. }
             | Event::GoalQueue { .. }
         | Event::SessionTitle { .. }
-        | Event::SessionForked { .. } => Ok(()),
+        | Event::SessionForked { .. }
+        // Answers to ops print mode never sends (`/model`, `/effort`, `/btw`).
+        | Event::ModelChanged { .. }
+        | Event::BtwAnswered { .. } => Ok(()),
         }
     }
 
@@ -453,7 +456,10 @@ impl<O: Write> TurnWriter for JsonWriter<O> {
             | Event::McpStatus { .. }
             | Event::GoalQueue { .. }
         | Event::SessionTitle { .. }
-        | Event::SessionForked { .. } => Ok(()),
+        | Event::SessionForked { .. }
+        // Answers to ops print mode never sends (`/model`, `/effort`, `/btw`).
+        | Event::ModelChanged { .. }
+        | Event::BtwAnswered { .. } => Ok(()),
         }
     }
 

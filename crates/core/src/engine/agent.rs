@@ -192,9 +192,9 @@ async fn dispatch(rt: Arc<Runtime>, mut ops: mpsc::UnboundedReceiver<Op>) {
                     submit(&runtime, vec![ContentPart::text(text)], Origin::user());
                 });
             }
-            Op::SetModel { alias } => rt.emit(Event::Warning {
-                message: format!("switching the model of a running session (to {alias}) is not available in this build yet; restart with -m {alias}"),
-            }),
+            Op::SetModel { alias } => super::model::set_model(&rt, &alias),
+            Op::SetEffort { effort } => super::model::set_effort(&rt, &effort),
+            Op::Btw { question } => super::btw::spawn(&rt, question),
             op @ (Op::ListSessions { .. }
             | Op::ListTasks
             | Op::StopTask { .. }

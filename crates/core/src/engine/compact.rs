@@ -46,7 +46,8 @@ async fn ask_for_summary(
     request: kimi_context::compaction::service::SummaryRequest,
     cancel: &CancellationToken,
 ) -> Result<SummaryReply, LlmError> {
-    let mut params = rt.config.params.clone();
+    let model = rt.config.model.get();
+    let mut params = model.params;
     if let Some(cap) = request.max_output_tokens {
         params.max_tokens = Some(u32::try_from(cap).unwrap_or(u32::MAX));
     }
@@ -60,7 +61,7 @@ async fn ask_for_summary(
     };
     let mut stream = tokio::select! {
         s = kimi_llm::stream_watched(
-            rt.config.provider.as_ref(),
+            model.provider.as_ref(),
             chat,
             kimi_llm::StallLimits::from_policy(&rt.config.retry),
         ) => s?,
@@ -115,7 +116,7 @@ pub async fn run(
         trigger,
         history: &history,
         loop_idle,
-        max_tokens: i64::try_from(rt.config.max_context_tokens).unwrap_or(i64::MAX),
+        max_tokens: i64::try_from(rt.config.model.get().max_context_tokens).unwrap_or(i64::MAX),
         request_overhead_tokens: overhead,
         profile_max_output: None,
     });

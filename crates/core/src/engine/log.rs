@@ -57,6 +57,9 @@ pub struct Restored {
     pub goal: Option<crate::goal::GoalState>,
     /// Every `checkpoint.step` of the journal with its time, in order (retention prunes by them).
     pub checkpoint_steps: Vec<(u64, kimi_protocol::checkpoint::CheckpointStep)>,
+    /// The model and thinking effort the session last switched to (`model.set`, newest of
+    /// each; switches are not undone with the conversation).
+    pub model: Option<kimi_protocol::record::ModelSet>,
 }
 
 /// The profile an agent was bound to, as journaled.
@@ -151,6 +154,7 @@ impl AgentLog {
                 _ => None,
             })
             .collect();
+        let model = fold_model_sets(input.all.iter().map(|r| &r.record.payload));
         let mut history = History::new(HistoryConfig::default());
         let report = history.replay(input.into_undoable(), agent_id);
         Ok((
@@ -175,6 +179,7 @@ impl AgentLog {
                 todos,
                 goal,
                 checkpoint_steps,
+                model,
             },
         ))
     }
@@ -295,6 +300,25 @@ fn on_branch_newest_first(
 }
 
 /// The last `plan.mode` record on the active branch's restorable chain.
+/// The newest alias and the newest effort of the `model.set` records; `None` without any.
+fn fold_model_sets<'a>(
+    payloads: impl Iterator<Item = &'a RecordPayload>,
+) -> Option<kimi_protocol::record::ModelSet> {
+    let mut folded: Option<kimi_protocol::record::ModelSet> = None;
+    for payload in payloads {
+        if let RecordPayload::ModelSet(set) = payload {
+            let entry = folded.get_or_insert_with(Default::default);
+            if set.alias.is_some() {
+                entry.alias.clone_from(&set.alias);
+            }
+            if set.effort.is_some() {
+                entry.effort.clone_from(&set.effort);
+            }
+        }
+    }
+    folded
+}
+
 fn plan_on_branch(input: &kimi_store::OwnedReplayInput) -> Option<PlanSnapshot> {
     on_branch_newest_first(input).find_map(|p| match p {
         RecordPayload::PlanMode(plan) => Some(PlanSnapshot::from(plan)),

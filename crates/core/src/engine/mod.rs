@@ -2,11 +2,13 @@
 //! loop and the step gate.
 
 pub mod agent;
+mod btw;
 pub mod compact;
 pub mod executor;
 mod gate;
 pub mod hooks;
 pub mod log;
+pub mod model;
 pub mod permissions;
 pub mod questions;
 pub mod records;

@@ -7,7 +7,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 
 use kimi_context::compaction::service::CompactionService;
 use kimi_context::compaction::trigger::CompactionConfig;
-use kimi_llm::{ModelParams, Provider, RetryPolicy};
+use kimi_llm::RetryPolicy;
 use kimi_protocol::ops::{AgentStatus, Event, PermissionMode};
 use kimi_protocol::{ContentPart, Origin, RecordPayload, ToolCall};
 use kimi_tools::args::ArgsValidator;
@@ -18,6 +18,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::executor::{GateDecision, UserAnswer};
 use super::log::AgentLog;
+use super::model::{ModelResolver, ModelSlot};
 use super::state::AgentMachine;
 
 /// Decides whether a tool call may run (the permission chain plugs in here).
@@ -80,10 +81,10 @@ impl PermissionPolicy for ApproveAll {
 pub struct AgentConfig {
     pub session_id: String,
     pub system_prompt: String,
-    pub provider: Arc<dyn Provider>,
-    pub params: ModelParams,
-    /// The model's context window in tokens (0 = unknown).
-    pub max_context_tokens: u64,
+    /// The model in use: every request reads it, `Op::SetModel` / `Op::SetEffort` change it.
+    pub model: ModelSlot,
+    /// Builds the models `Op::SetModel` may switch to; `None` = this agent cannot switch.
+    pub models: Option<Arc<dyn ModelResolver>>,
     /// `[loop_control] max_steps_per_turn`; `None` = unlimited.
     pub max_steps_per_turn: Option<u32>,
     pub retry: RetryPolicy,

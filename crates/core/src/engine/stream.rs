@@ -44,8 +44,10 @@ pub(super) async fn stream_once(
 ) -> Result<(), LlmError> {
     // A server that stops sending fails the attempt (retryably) instead of hanging the turn.
     let limits = StallLimits::from_policy(&rt.config.retry);
+    // The model of this request: a switch while it streams applies from the next one.
+    let provider = rt.config.model.get().provider;
     let mut stream = tokio::select! {
-        stream = stream_watched(rt.config.provider.as_ref(), request, limits) => stream?,
+        stream = stream_watched(provider.as_ref(), request, limits) => stream?,
         () = cancel.cancelled() => return Err(LlmError::Cancelled),
     };
     loop {

@@ -454,7 +454,7 @@ async fn run_step(
             system: rt.config.system_prompt.clone(),
             messages,
             tools: rt.config.tools.schemas(),
-            params: rt.config.params.clone(),
+            params: rt.config.model.get().params,
             cache_key: Some(rt.config.session_id.clone()),
             cancel: cancel.child_token(),
         };
@@ -559,7 +559,7 @@ async fn auto_compact(
     step: u32,
     cancel: &CancellationToken,
 ) -> Result<(), Failure> {
-    let max = rt.config.max_context_tokens;
+    let max = rt.config.model.get().max_context_tokens;
     if max == 0 {
         return Ok(());
     }

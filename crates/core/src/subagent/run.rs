@@ -17,6 +17,7 @@ use super::{SubagentError, SubagentHost};
 use crate::engine::agent::{AgentHandle, spawn_agent};
 use crate::engine::executor::UserAnswer;
 use crate::engine::log::AgentLog;
+use crate::engine::model::{ActiveModel, ModelSlot};
 use crate::engine::records as rec;
 use crate::engine::runtime::AgentConfig;
 use crate::profile::builtin::{SUMMARY_CONTINUATION, SUMMARY_MIN_CHARS};
@@ -358,18 +359,24 @@ impl SubagentHost {
                 model.params.clone(),
                 model.max_context_tokens,
             ),
-            None => (
-                self.provider.clone(),
-                self.params.clone(),
-                self.max_context_tokens,
-            ),
+            // The caller's model as it is now (it may have switched with `/model`).
+            None => match self.caller() {
+                Some(caller) => {
+                    let model = caller.config.model.get();
+                    (model.provider, model.params, model.max_context_tokens)
+                }
+                None => (
+                    self.provider.clone(),
+                    self.params.clone(),
+                    self.max_context_tokens,
+                ),
+            },
         };
         let config = AgentConfig {
             session_id: self.session.state.id.clone(),
             system_prompt: system_prompt.clone(),
-            provider,
-            params,
-            max_context_tokens,
+            model: ModelSlot::new(ActiveModel::new(provider, params, max_context_tokens)),
+            models: None,
             max_steps_per_turn: self.max_steps_per_turn,
             retry: self.retry.clone(),
             tools: Arc::new(registry),

@@ -124,6 +124,8 @@ impl Session {
             agent: options.agent,
             config: Default::default(),
             model_pool: Default::default(),
+            model_alias: None,
+            models: None,
         };
         let opened = open_session(setup).expect("open session");
         Session {

@@ -71,6 +71,8 @@ impl SessionFactory for Factory {
             agent: Default::default(),
             config: Default::default(),
             model_pool: Default::default(),
+            model_alias: None,
+            models: None,
         };
         Ok((setup, Arc::new(Extras)))
     }

@@ -384,6 +384,8 @@ async fn an_unknown_agent_name_or_invalid_agent_file_fails_to_open() {
             agent: choice,
             config: Default::default(),
             model_pool: Default::default(),
+            model_alias: None,
+            models: None,
         };
         let err = match kimi_core::session::open_session(setup) {
             Ok(_) => panic!("opened with a bad agent"),

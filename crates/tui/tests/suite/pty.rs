@@ -38,7 +38,7 @@ fn pty_child_process_entry() {
                     Op::Submit { .. } => vec![
                         Event::TurnStarted { turn_id: 1 },
                         Event::AssistantDelta {
-                            text: "Hello from the **engine**.".into(),
+                            text: "Hello from the **engine**. 完成 🎉 全部通过".into(),
                         },
                         Event::ToolStarted {
                             call: ToolCall::new(
@@ -226,9 +226,9 @@ fn run_drives_a_turn_in_a_real_pseudo_terminal_and_restores_it() {
         output: rx,
     };
     screen.wait_for("the prompt", |t| t.contains("ask anything"));
-    screen.type_keys(b"hello engine\r");
-    screen.wait_for("the approval panel", |t| {
-        t.contains("Allow Edit to edit file?")
+    screen.type_keys("hello engine 你好\r".as_bytes());
+    screen.wait_for("the approval panel under the unspaced answer", |t| {
+        t.contains("Allow Edit to edit file?") && t.contains("完成 🎉 全部通过")
     });
     screen.type_keys(b"1");
     screen.wait_for("the finished tool card", |t| {
@@ -251,8 +251,12 @@ fn run_drives_a_turn_in_a_real_pseudo_terminal_and_restores_it() {
     let text = screen.text();
     assert!(status.success(), "child failed: {status}\n{text}");
     // The conversation stays in the terminal, in order, once.
-    let prompt = text.find("› hello engine").expect(&text);
-    let answer = text.find("● Hello from the engine.").expect(&text);
+    let prompt = text.find("› hello engine 你好").expect(&text);
+    // Wide characters (CJK, emoji) take two columns each and nothing between them, in the
+    // viewport and after moving into scrollback (ratatui issue #1332).
+    let answer = text
+        .find("● Hello from the engine. 完成 🎉 全部通过")
+        .expect(&text);
     let card = text.find("✓ Edit src/lib.rs · done").expect(&text);
     assert!(prompt < answer && answer < card, "{text}");
     assert_eq!(

@@ -23,14 +23,17 @@ pub fn info() -> SessionInfo {
         title: String::new(),
         cwd: "~/proj".into(),
         model: "k2".into(),
+        effort: None,
         models: vec![
             ModelEntry {
                 alias: "k2".into(),
                 description: "Kimi K2".into(),
+                efforts: vec!["low".into(), "high".into()],
             },
             ModelEntry {
                 alias: "k2-turbo".into(),
                 description: "Kimi K2 Turbo".into(),
+                efforts: Vec::new(),
             },
         ],
         context_window: 200_000,
