@@ -18,6 +18,8 @@ mod errors;
 mod host;
 #[path = "engine/interrupts.rs"]
 mod interrupts;
+#[path = "engine/model_switch.rs"]
+mod model_switch;
 #[path = "engine/own_records.rs"]
 mod own_records;
 #[path = "engine/questions.rs"]

@@ -413,6 +413,7 @@ impl App {
                     if cell.tool().is_some_and(ToolCard::is_running)
                         && let Some(card) = cell.tool_mut()
                     {
+                        card.approval_answered(now);
                         card.status = ToolStatus::Interrupted;
                         card.finished = Some(now);
                     }
@@ -521,6 +522,9 @@ impl App {
                 }
             }
             Event::ApprovalRequested(req) => {
+                if let Some(card) = self.card_mut(&req.tool_call_id) {
+                    card.await_approval(now, req.diff.as_deref());
+                }
                 if matches!(self.dialog, Some(Dialog::Approval(_))) {
                     self.approvals.push_back(req);
                 } else {

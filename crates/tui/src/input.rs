@@ -478,8 +478,13 @@ impl App {
                 let i = &self.info;
                 let plan = if i.plan_mode { "on" } else { "off" };
                 let swarm = if i.swarm_mode { "on" } else { "off" };
+                let effort = i
+                    .effort
+                    .as_deref()
+                    .map(|e| format!(" · thinking {e}"))
+                    .unwrap_or_default();
                 let text = format!(
-                    "kimi-rs {}\nSession: {}\nModel: {}\nDirectory: {}\nPermission mode: {} · plan mode {plan} · swarm mode {swarm}",
+                    "kimi-rs {}\nSession: {}\nModel: {}{effort}\nDirectory: {}\nPermission mode: {} · plan mode {plan} · swarm mode {swarm}",
                     i.version,
                     i.session_id,
                     i.model,
@@ -524,6 +529,13 @@ impl App {
                 request_id,
                 decision,
             } => {
+                if let Some(Dialog::Approval(d)) = &self.dialog {
+                    let call = d.request.tool_call_id.clone();
+                    let now = self.now;
+                    if let Some(card) = self.card_mut(&call) {
+                        card.approval_answered(now);
+                    }
+                }
                 self.dialog = None;
                 self.op(Op::Approve {
                     request_id,

@@ -11,7 +11,6 @@ use crate::app::App;
 use crate::cells::{RenderCtx, format_elapsed, format_tokens};
 use crate::dialogs::Dialog;
 use crate::input::{COMPLETION_ROWS, context_percent, mode_name};
-use crate::tool_card::ToolCard;
 use crate::wrap::{truncate, wrap_line};
 
 const SPINNER: [&str; 10] = ["⠋", "⠙", "⠹", "⠸", "⠼", "⠴", "⠦", "⠧", "⠇", "⠏"];
@@ -153,7 +152,10 @@ impl App {
         let running_tools = || {
             self.cells[self.committed..]
                 .iter()
-                .filter(|c| c.tool().is_some_and(ToolCard::is_running))
+                .filter(|c| {
+                    c.tool()
+                        .is_some_and(|t| t.is_running() && !t.is_awaiting_approval())
+                })
                 .count()
         };
         let tools = |n: usize| match n {

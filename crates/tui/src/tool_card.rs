@@ -2,7 +2,7 @@
 //! time, an output preview, and for Write/Edit the change as a diff. Subagent calls are drawn
 //! by `agent_card`.
 
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use ratatui::text::{Line, Span};
 use serde_json::Value;
@@ -34,6 +34,10 @@ pub struct ToolCard {
     pub resumed: bool,
     /// A subagent call (the `Agent` tool), drawn by [`crate::agent_card`].
     pub agent: Option<AgentCall>,
+    /// Waiting for the user's approval since then (the call has not started running).
+    pub awaiting_since: Option<Instant>,
+    /// Time spent waiting for approvals, left out of the elapsed time shown.
+    pub waited: Duration,
 }
 
 /// Arguments that best describe a call, in order of preference.
@@ -77,7 +81,39 @@ impl ToolCard {
             output: String::new(),
             resumed: false,
             agent,
+            awaiting_since: None,
+            waited: Duration::ZERO,
         }
+    }
+
+    /// The engine asked the user about this call. `diff` is the change the engine computed
+    /// against the file as it is (a rewrite with the same content has none), which replaces
+    /// the guess made from the arguments.
+    pub fn await_approval(&mut self, now: Instant, diff: Option<&str>) {
+        self.awaiting_since = Some(now);
+        if let Some(diff) = diff {
+            self.diff = diff
+                .lines()
+                .filter(|l| !l.starts_with("+++") && !l.starts_with("---"))
+                .filter(|l| l.starts_with(['+', '-']))
+                .map(str::to_owned)
+                .collect();
+            if self.diff.is_empty() {
+                self.diff
+                    .push("(no changes: the content is the same)".to_owned());
+            }
+        }
+    }
+
+    /// The approval was answered: the wait ends and no longer counts as running time.
+    pub fn approval_answered(&mut self, now: Instant) {
+        if let Some(since) = self.awaiting_since.take() {
+            self.waited += now.saturating_duration_since(since);
+        }
+    }
+
+    pub fn is_awaiting_approval(&self) -> bool {
+        self.awaiting_since.is_some() && self.is_running()
     }
 
     pub fn is_running(&self) -> bool {
@@ -85,6 +121,7 @@ impl ToolCard {
     }
 
     pub fn finish(&mut self, output: String, is_error: bool, now: Instant) {
+        self.approval_answered(now);
         self.output = output;
         self.status = if is_error {
             ToolStatus::Failed
@@ -100,6 +137,9 @@ impl ToolCard {
         }
         let t = ctx.theme;
         let (mark, mark_style, word) = match self.status {
+            ToolStatus::Running if self.is_awaiting_approval() => {
+                ("◇ ", t.warning, "awaiting approval")
+            }
             ToolStatus::Running => ("◐ ", t.accent, "running"),
             ToolStatus::Done => ("✓ ", t.success, "done"),
             ToolStatus::Failed => ("✗ ", t.error, "failed"),
@@ -108,8 +148,9 @@ impl ToolCard {
         let elapsed = self
             .finished
             .unwrap_or(ctx.now)
-            .saturating_duration_since(self.started);
-        let tail = if self.resumed {
+            .saturating_duration_since(self.started)
+            .saturating_sub(self.waited);
+        let tail = if self.resumed || self.is_awaiting_approval() {
             format!(" · {word}")
         } else {
             format!(" · {word} {}", format_elapsed(elapsed))

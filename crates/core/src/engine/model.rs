@@ -152,7 +152,7 @@ pub(crate) fn set_effort(rt: &super::runtime::Runtime, text: &str) {
     let model = match &rt.config.models {
         Some(models) => models.resolve(&current.alias, Some(effort)),
         None => {
-            let mut model = current.clone();
+            let mut model = current;
             model.params.thinking = Some(effort);
             model.requested_effort = Some(effort);
             Ok(model)

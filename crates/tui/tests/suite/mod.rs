@@ -6,6 +6,7 @@ mod extensions;
 mod goal;
 mod inline;
 mod pty;
+mod side;
 mod support;
 mod swarm;
 mod turn;
