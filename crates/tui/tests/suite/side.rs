@@ -31,7 +31,7 @@ fn btw_asks_the_engine_and_shows_the_answer_in_its_own_pane() {
         .app
         .take_committable(50)
         .iter()
-        .map(|l| l.to_string())
+        .map(ToString::to_string)
         .collect();
     assert!(!committed.contains("It is"), "{committed}");
     h.key(KeyCode::Esc);
