@@ -78,6 +78,10 @@ pub struct RunArgs {
     /// Extra skills directory (repeatable).
     #[arg(long = "skills-dir")]
     pub skills_dir: Vec<PathBuf>,
+    /// Run this folder's project commands (project MCP servers) for this run without
+    /// recording trust (`kimi-rs trust` records it).
+    #[arg(long = "trust-workspace", global = true)]
+    pub trust_workspace: bool,
 }
 
 #[derive(Debug, Subcommand)]
@@ -219,6 +223,19 @@ pub enum Command {
         json: bool,
         #[command(subcommand)]
         command: Option<SessionsCommand>,
+    },
+    /// Trust a folder (default: this repository's root, else the current directory) so its
+    /// project commands (the servers of `.mcp.json` and `.kimi-code/mcp.json`) run in new
+    /// sessions; `--untrust` takes that back, `--list` shows every decision.
+    Trust {
+        /// The folder (its subfolders are covered too).
+        dir: Option<PathBuf>,
+        /// Record the folder as not trusted.
+        #[arg(long, conflicts_with = "list")]
+        untrust: bool,
+        /// List the trusted and untrusted folders.
+        #[arg(long, conflicts_with = "dir")]
+        list: bool,
     },
     /// Developer tools.
     Debug {
@@ -442,6 +459,9 @@ pub fn main() -> ExitCode {
             exit_code(crate::accounts::login(region.map(Into::into)))
         }
         Some(Command::Logout) => exit_code(crate::accounts::logout()),
+        Some(Command::Trust { dir, untrust, list }) => {
+            exit_code(crate::trust::run(dir, untrust, list))
+        }
         Some(Command::Upgrade {
             manifest_url,
             check,
@@ -662,6 +682,7 @@ fn start_logging(cli: &Cli) -> Option<crate::logging::FlushGuard> {
         Some(Command::Sessions { .. }) => "sessions",
         Some(Command::Import { .. }) => "import",
         Some(Command::Rewind { .. }) => "rewind",
+        Some(Command::Trust { .. }) => "trust",
         Some(Command::Debug { .. }) => "debug",
         None if cli.run.prompt.is_some() => "print",
         None => "tui",

@@ -340,31 +340,53 @@ fn check_extensions(home: &Path, cwd: &Path, config: &Config) -> Vec<Check> {
     checks
 }
 
-/// Each `mcp.json` on its own (kimi_mcp's loader stops at the first bad file; doctor reports
-/// every one). Same files and parser as `kimi_mcp::load_config`.
+/// Each `mcp.json` on its own, through the parser sessions use: every bad entry (each
+/// disables only itself), the servers whose stdio command is not on PATH, and project files
+/// whose folder is not trusted (their servers do not start).
 fn check_mcp(home: &Path, cwd: &Path) -> Vec<Check> {
-    let project_root = kimi_skills::project_root(cwd);
-    let layers = [
-        (home.join("mcp.json"), None),
-        (project_root.join(".mcp.json"), Some(project_root.as_path())),
-        (cwd.join(".kimi-code").join("mcp.json"), None),
-    ];
+    let trusted = kimi_config::trust::is_trusted(home, cwd);
     let mut checks = Vec::new();
-    for (path, base) in layers {
-        let label = if base.is_some() {
+    for file in kimi_mcp::config_files(home, cwd) {
+        let path = &file.path;
+        let label = if file.stdio_cwd_base.is_some() {
             ".mcp.json"
         } else {
             "mcp.json"
         };
-        let mut check = Check::new(label, Some(&path));
-        if let Some(text) = read(&mut check, &path, false) {
-            match kimi_mcp::config::parse_file(&text, &path, base) {
-                Ok(servers) => {
-                    let n = servers.len();
+        let mut check = Check::new(label, Some(path));
+        if let Some(text) = read(&mut check, path, false) {
+            match kimi_mcp::config::parse_file(&text, path, file.stdio_cwd_base.as_deref()) {
+                Ok(parsed) => {
+                    let n = parsed.servers.len();
                     check.summary = Some(format!("{n} server{}", if n == 1 { "" } else { "s" }));
+                    check
+                        .problems
+                        .extend(parsed.problems.iter().map(ToString::to_string));
+                    check.warnings.extend(parsed.warnings);
+                    for (name, server) in &parsed.servers {
+                        if let kimi_mcp::TransportConfig::Stdio { command, .. } = &server.transport
+                            && server.enabled
+                            && kimi_mcp::find_command(server, cwd).is_none()
+                        {
+                            check.problems.push(format!(
+                                "MCP server `{name}`: command `{command}` was not found (not an executable file{}). Install it or fix `command` (an absolute path works too).",
+                                if command.contains('/') { "" } else { " on PATH" }
+                            ));
+                        }
+                    }
+                    if file.project && n > 0 {
+                        match &trusted {
+                            Ok(true) => {}
+                            Ok(false) => check.warnings.push(format!(
+                                "this folder is not trusted, so these servers do not start; run `kimi-rs trust {}` to allow them",
+                                crate::trust::folder_for(cwd).display()
+                            )),
+                            Err(err) => check.problems.push(err.to_string()),
+                        }
+                    }
                 }
                 Err(err) => check.problems.push(format!(
-                    "{err} No MCP server starts until this file is fixed."
+                    "{err} No MCP server of this file starts until it is fixed."
                 )),
             }
         }

@@ -25,7 +25,7 @@ pub struct Extensions {
     late_tools: kimi_tools::LateTools,
     /// Skill files and MCP servers that could not be loaded, for the front end to show.
     pub warnings: Vec<String>,
-    /// Why no MCP server was started at all (an `mcp.json` that cannot be read or parsed).
+    /// MCP config files and entries that could not be loaded (each disabled only itself).
     pub mcp_problem: Option<String>,
     /// Where MCP servers are configured (surface.md §10), shown by `/mcp` when there are none.
     pub mcp_config_files: Vec<String>,
@@ -53,14 +53,17 @@ fn extra_skill_dirs(config: &Config) -> Vec<PathBuf> {
 }
 
 impl Extensions {
-    /// Discover skills and connect the MCP servers for sessions in `cwd`.
+    /// Discover skills and connect the MCP servers for sessions in `cwd`. `trusted` says
+    /// whether the folder's project servers may start (see `crate::trust`); when not, they
+    /// are named in `warnings` with how to trust the folder.
     pub async fn load(
         home: &Path,
         cwd: &Path,
         skills_dirs: &[PathBuf],
         config: &Config,
+        trusted: bool,
     ) -> Extensions {
-        Self::load_with(home, cwd, skills_dirs, config, None).await
+        Self::load_with(home, cwd, skills_dirs, config, None, trusted).await
     }
 
     /// [`Extensions::load`] plus servers given for this session only (an editor's, in
@@ -71,6 +74,7 @@ impl Extensions {
         skills_dirs: &[PathBuf],
         settings: &Config,
         session_servers: Option<&serde_json::Value>,
+        trusted: bool,
     ) -> Extensions {
         let (skills, mut warnings) = kimi_skills::discover(&DiscoverOptions {
             kimi_home: home.to_owned(),
@@ -79,34 +83,62 @@ impl Extensions {
             skills_dirs: skills_dirs.to_vec(),
             extra_dirs: extra_skill_dirs(settings),
         });
-        let config = kimi_mcp::load_config(home, cwd).and_then(|mut config| {
-            if let Some(servers) = session_servers {
-                let source = Path::new("<servers given by the editor>");
-                let given = kimi_mcp::config::parse_file(&servers.to_string(), source, Some(cwd))?;
-                config.servers.extend(given);
+        let mut config = kimi_mcp::load_config(home, cwd, trusted);
+        if let Some(servers) = session_servers {
+            let source = Path::new("<servers given by the editor>");
+            match kimi_mcp::config::parse_file(&servers.to_string(), source, Some(cwd)) {
+                Ok(given) => {
+                    config.servers.extend(given.servers);
+                    config.problems.extend(given.problems);
+                    config.warnings.extend(given.warnings);
+                }
+                Err(err) => config.problems.push(err),
             }
-            // `[mcp] startup_timeout_ms` / `tool_timeout_ms`: for servers without their own.
-            for server in config.servers.values_mut() {
-                server.startup_timeout = server.startup_timeout.or(settings.mcp_startup_timeout());
-                server.tool_timeout = server.tool_timeout.or(settings.mcp_tool_timeout());
-            }
-            Ok(config)
-        });
-        let mut mcp_problem = None;
+        }
+        // `[mcp] startup_timeout_ms` / `tool_timeout_ms`: for servers without their own.
+        for server in config.servers.values_mut() {
+            server.startup_timeout = server.startup_timeout.or(settings.mcp_startup_timeout());
+            server.tool_timeout = server.tool_timeout.or(settings.mcp_tool_timeout());
+        }
+        if !config.untrusted.is_empty() {
+            let items: Vec<crate::trust::ProjectItem> = config
+                .untrusted
+                .iter()
+                .map(|(name, server)| crate::trust::ProjectItem {
+                    what: format!("MCP server `{name}`"),
+                    runs: server.describe(),
+                    source: server.source.clone(),
+                })
+                .collect();
+            let notice = crate::trust::untrusted_notice(&crate::trust::folder_for(cwd), &items);
+            tracing::warn!("{notice}");
+            warnings.push(notice);
+        }
+        warnings.extend(config.warnings.iter().cloned());
+        let problems: Vec<String> = config.problems.iter().map(ToString::to_string).collect();
+        for problem in &problems {
+            tracing::warn!("{problem}");
+        }
+        warnings.extend(problems.iter().cloned());
+        // The `/mcp` panel lists the same: what did not load, then what trust skipped.
+        let not_loaded: Vec<&str> = problems
+            .iter()
+            .chain(
+                warnings
+                    .iter()
+                    .filter(|w| w.starts_with("this folder is not trusted")),
+            )
+            .map(String::as_str)
+            .collect();
+        let mcp_problem = (!not_loaded.is_empty()).then(|| not_loaded.join("\n"));
         let late_tools = kimi_tools::LateTools::new();
-        let mcp = match config {
-            Ok(config) if config.servers.is_empty() => None,
-            Ok(config) => {
-                // Returns at once: only failures known without waiting are in these warnings.
-                let (manager, mcp_warnings) = McpManager::start(&config, cwd, &late_tools);
-                warnings.extend(mcp_warnings);
-                Some(manager)
-            }
-            Err(err) => {
-                warnings.push(format!("MCP servers not started: {err}"));
-                mcp_problem = Some(err.to_string());
-                None
-            }
+        let mcp = if config.servers.is_empty() {
+            None
+        } else {
+            // Returns at once: only failures known without waiting are in these warnings.
+            let (manager, mcp_warnings) = McpManager::start(&config, cwd, &late_tools);
+            warnings.extend(mcp_warnings);
+            Some(manager)
         };
         Extensions {
             skills: Arc::new(skills),

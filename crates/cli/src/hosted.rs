@@ -63,6 +63,13 @@ impl SessionFactory for ServerSessions {
     ) -> Result<(SessionSetup, Arc<dyn SessionExtras>), String> {
         let model = resolve_model(&self.config, self.args.model.as_deref())
             .map_err(|e| format!("{e:#}"))?;
+        // Editors and the browser cannot answer a trust question: only a recorded trust (or
+        // --trust-workspace) runs the folder's project commands.
+        let (trusted, trust_warning) =
+            crate::trust::trusted_without_asking(&self.home, cwd, self.args.trust_workspace);
+        if let Some(warning) = trust_warning {
+            eprintln!("{}: {warning}", self.label);
+        }
         let extensions = tokio::task::block_in_place(|| {
             tokio::runtime::Handle::current().block_on(Extensions::load_with(
                 &self.home,
@@ -70,6 +77,7 @@ impl SessionFactory for ServerSessions {
                 &self.args.skills_dir,
                 &self.config,
                 mcp_servers,
+                trusted,
             ))
         });
         for warning in &extensions.warnings {

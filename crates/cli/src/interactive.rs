@@ -408,13 +408,16 @@ pub fn run(args: &RunArgs) -> anyhow::Result<u8> {
         .clone()
         .or_else(|| std::env::var("VISUAL").ok())
         .or_else(|| std::env::var("EDITOR").ok());
+    // Asked on the terminal before the UI takes the screen, once per folder.
+    let (trusted, trust_warning) = crate::trust::ask_on_terminal(&home, &cwd, args.trust_workspace);
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
         .build()
         .context("cannot start the async runtime")?;
     runtime.block_on(async move {
-        let extensions = Arc::new(Extensions::load(&home, &cwd, &args.skills_dir, &config).await);
+        let extensions =
+            Arc::new(Extensions::load(&home, &cwd, &args.skills_dir, &config, trusted).await);
         let factory = TuiSessions {
             home: home.clone(),
             args_model: args.model.clone(),
@@ -436,6 +439,7 @@ pub fn run(args: &RunArgs) -> anyhow::Result<u8> {
             .into_iter()
             .chain(tui_warnings)
             .chain(rule_warnings)
+            .chain(trust_warning)
             .chain(extensions.warnings.iter().cloned())
             .chain(opened.warnings.iter().cloned())
             .collect();

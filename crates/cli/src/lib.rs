@@ -20,5 +20,6 @@ pub mod providers;
 pub mod rewind;
 pub mod run;
 pub mod sessions;
+pub mod trust;
 pub mod upgrade;
 pub mod web;

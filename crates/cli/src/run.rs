@@ -295,7 +295,12 @@ pub fn print_mode(args: &RunArgs, prompt: &str) -> anyhow::Result<u8> {
         .context("cannot start the async runtime")?;
     let format = args.output_format.unwrap_or(OutputFormat::Text);
     runtime.block_on(async move {
-        let extensions = Extensions::load(&home, &cwd, &args.skills_dir, &config).await;
+        let (trusted, trust_warning) =
+            crate::trust::trusted_without_asking(&home, &cwd, args.trust_workspace);
+        if let Some(warning) = trust_warning {
+            eprintln!("kimi-rs: {warning}");
+        }
+        let extensions = Extensions::load(&home, &cwd, &args.skills_dir, &config, trusted).await;
         for warning in &extensions.warnings {
             eprintln!("kimi-rs: {warning}");
         }

@@ -347,3 +347,60 @@ colour = "blue"
     let config = line_for(&run, "config.toml", &h.path("config.toml"));
     assert!(config.ends_with(": 2 problems"), "{run:?}");
 }
+
+/// `mcp.json` entries are checked one by one: a misspelt key is named with a did-you-mean, a
+/// stdio command that is not on PATH is a problem, the good entry still counts, a VS Code-shaped
+/// project file is named as such, and project servers of an untrusted folder are a warning.
+#[test]
+fn mcp_entries_are_checked_one_by_one_and_commands_must_exist() {
+    let h = Home::new();
+    h.write(
+        "mcp.json",
+        r#"{"mcpServers": {
+            "good": {"command": "sh", "args": ["-c", "true"]},
+            "typo": {"comand": "npx"},
+            "missing": {"command": "kimi-rs-no-such-mcp-server"}
+        }}"#,
+    );
+    std::fs::create_dir(h.work.path().join(".kimi-code")).unwrap();
+    std::fs::write(
+        h.work.path().join(".kimi-code/mcp.json"),
+        r#"{"servers": {"x": {"command": "sh"}}}"#,
+    )
+    .unwrap();
+    std::fs::write(
+        h.work.path().join(".mcp.json"),
+        r#"{"mcpServers": {"proj": {"command": "sh"}}}"#,
+    )
+    .unwrap();
+    let run = h.doctor(&[]);
+    assert_eq!(run.code, Some(1), "{run:?}");
+    let user = line_for(&run, "mcp.json", &h.path("mcp.json"));
+    assert!(user.ends_with(": 2 problems"), "{run:?}");
+    assert!(
+        run.stdout.contains("Invalid MCP server `typo`")
+            && run
+                .stdout
+                .contains("unknown key `comand` (did you mean `command`?)"),
+        "{run:?}"
+    );
+    assert!(
+        run.stdout.contains(
+            "MCP server `missing`: command `kimi-rs-no-such-mcp-server` was not found (not an executable file on PATH)"
+        ),
+        "{run:?}"
+    );
+    assert!(!run.stdout.contains("MCP server `good`"), "{run:?}");
+    assert!(
+        run.stdout.contains(
+            "this is a VS Code-style file (its servers are under \"servers\"); kimi-rs reads \"mcpServers\": rename the key \"servers\" to \"mcpServers\""
+        ),
+        "{run:?}"
+    );
+    assert!(
+        run.stdout.contains(
+            "this folder is not trusted, so these servers do not start; run `kimi-rs trust"
+        ),
+        "{run:?}"
+    );
+}

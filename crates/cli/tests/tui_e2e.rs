@@ -768,3 +768,64 @@ fn find_journal(dir: &Path) -> Option<std::path::PathBuf> {
     }
     None
 }
+
+/// Workspace trust in the interactive UI: the first launch in a folder whose `.mcp.json` would
+/// run a command asks before the UI starts, listing the command line; "no" starts nothing and
+/// is remembered (the next launch does not ask), "yes" in another folder starts its server.
+#[test]
+fn the_first_launch_in_a_folder_with_project_servers_asks_whether_to_trust_it() {
+    let home = tempfile::tempdir().unwrap();
+    let project = |dir: &Path| {
+        let command = format!("touch pwned && exec '{}'", common::mcp_fixture().display());
+        let config =
+            serde_json::json!({"mcpServers": {"repo": {"command": "sh", "args": ["-c", command]}}});
+        std::fs::write(dir.join(".mcp.json"), config.to_string()).unwrap();
+    };
+    let no = tempfile::tempdir().unwrap();
+    project(no.path());
+    let mut s = Session::spawn(no.path(), home.path(), "http://127.0.0.1:9", &[]);
+    let question = s.wait_for("the trust question", |t| {
+        t.contains("Trust this folder and run them? [y/N]")
+    });
+    assert!(
+        question.contains("MCP server `repo`: stdio: sh -c") && question.contains("touch pwned"),
+        "{question}"
+    );
+    s.send(b"n\r");
+    let start = s.wait_for("the prompt and the skipped server", |t| {
+        t.contains("ask anything") && t.contains("not trusted")
+    });
+    assert!(start.contains("kimi-rs trust"), "{start}");
+    s.send(b"\x04");
+    let (status, _) = s.wait_exit("Ctrl-D");
+    assert!(status.success());
+    assert!(
+        !no.path().join("pwned").exists(),
+        "an untrusted command ran"
+    );
+
+    // Remembered: no question, still nothing runs.
+    let mut s = Session::spawn(no.path(), home.path(), "http://127.0.0.1:9", &[]);
+    let start = s.wait_for("the prompt", |t| t.contains("ask anything"));
+    assert!(!start.contains("Trust this folder"), "{start}");
+    s.send(b"\x04");
+    let (status, _) = s.wait_exit("Ctrl-D");
+    assert!(status.success());
+    assert!(
+        !no.path().join("pwned").exists(),
+        "an untrusted command ran"
+    );
+
+    let yes = tempfile::tempdir().unwrap();
+    project(yes.path());
+    let mut s = Session::spawn(yes.path(), home.path(), "http://127.0.0.1:9", &[]);
+    s.wait_for("the trust question", |t| t.contains("Trust this folder"));
+    s.send(b"y\r");
+    s.wait_for("the prompt", |t| t.contains("ask anything"));
+    common::wait_until("the trusted server to start", || {
+        yes.path().join("pwned").exists()
+    });
+    s.send(b"\x04");
+    let (status, _) = s.wait_exit("Ctrl-D");
+    assert!(status.success());
+}

@@ -16,6 +16,7 @@ mod providers;
 mod redacted;
 pub mod schema;
 mod sections;
+pub mod trust;
 pub mod tui;
 
 use std::collections::BTreeMap;

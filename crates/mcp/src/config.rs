@@ -7,9 +7,9 @@
 //!    root, and a stdio server without `cwd` runs in the root)
 //! 3. `<cwd>/.kimi-code/mcp.json`
 //!
-//! Project files are loaded unconditionally: the workspace-trust prompt of Kimi Code is out of
-//! scope here and belongs to the host, which can skip calling [`load_config`] for untrusted
-//! workspaces or filter [`McpConfig::servers`] by [`ServerConfig::source`].
+//! The two project files are loaded only for a trusted folder (`kimi_config::trust`); for any
+//! other their servers are listed in [`McpConfig::untrusted`], so the host can say what it
+//! skipped. A bad file or entry disables only itself.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -20,10 +20,45 @@ use serde_json::{Map, Value};
 /// Largest accepted `startupTimeoutMs` / `toolTimeoutMs` (the reference's `2^31 - 1`).
 pub const MAX_TIMEOUT_MS: u64 = 2_147_483_647;
 
+/// The keys a server entry may have (`type` is Claude Code's name for `transport`).
+const SERVER_KEYS: &[&str] = &[
+    "command",
+    "args",
+    "env",
+    "cwd",
+    "url",
+    "headers",
+    "bearerTokenEnvVar",
+    "auth",
+    "transport",
+    "type",
+    "enabled",
+    "startupTimeoutMs",
+    "toolTimeoutMs",
+    "enabledTools",
+    "disabledTools",
+];
+
 /// The merged configuration: every server by name (sorted, so start-up order is stable).
-#[derive(Debug, Clone, PartialEq, Default)]
+#[derive(Debug, Default)]
 pub struct McpConfig {
     pub servers: BTreeMap<String, ServerConfig>,
+    /// Project-level servers (`.mcp.json`, `.kimi-code/mcp.json`) left out because the folder
+    /// is not trusted, in file order: what trusting it would start.
+    pub untrusted: Vec<(String, ServerConfig)>,
+    /// Files and entries that could not be loaded. A bad file disables only that file and a
+    /// bad entry only itself; everything else still loads.
+    pub problems: Vec<McpConfigError>,
+    /// Accepted with a remark (an unknown key that is ignored).
+    pub warnings: Vec<String>,
+}
+
+/// One file's servers and the entries of it that were refused.
+#[derive(Debug, Default)]
+pub struct ParsedFile {
+    pub servers: Vec<(String, ServerConfig)>,
+    pub problems: Vec<McpConfigError>,
+    pub warnings: Vec<String>,
 }
 
 /// One server entry after validation.
@@ -55,7 +90,7 @@ pub enum TransportConfig {
         cwd: Option<PathBuf>,
     },
     Http(RemoteConfig),
-    /// Legacy HTTP+SSE; parsed so the user gets a clear "not supported" status, never started.
+    /// The legacy HTTP+SSE transport (a GET event stream plus POSTs to the endpoint it names).
     Sse(RemoteConfig),
 }
 
@@ -65,6 +100,8 @@ pub struct RemoteConfig {
     pub headers: BTreeMap<String, String>,
     /// Name of the environment variable holding a bearer token.
     pub bearer_token_env_var: Option<String>,
+    /// `"auth": "oauth"`: the server needs an OAuth login.
+    pub oauth: bool,
 }
 
 impl TransportConfig {
@@ -74,6 +111,34 @@ impl TransportConfig {
             TransportConfig::Stdio { .. } => "stdio",
             TransportConfig::Http(_) => "http",
             TransportConfig::Sse(_) => "sse",
+        }
+    }
+}
+
+impl ServerConfig {
+    /// What starting this server runs or contacts, as a user should see it before trusting
+    /// it: `stdio: npx -y pkg (in /repo)` or `http: https://host/mcp`.
+    pub fn describe(&self) -> String {
+        match &self.transport {
+            TransportConfig::Stdio {
+                command, args, cwd, ..
+            } => {
+                let words =
+                    std::iter::once(command.as_str()).chain(args.iter().map(String::as_str));
+                let line = words
+                    .map(|w| {
+                        shlex::try_quote(w)
+                            .map_or_else(|_| format!("{w:?}"), std::borrow::Cow::into_owned)
+                    })
+                    .collect::<Vec<_>>()
+                    .join(" ");
+                match cwd {
+                    Some(dir) => format!("stdio: {line} (in {})", dir.display()),
+                    None => format!("stdio: {line}"),
+                }
+            }
+            TransportConfig::Http(remote) => format!("http: {}", remote.url),
+            TransportConfig::Sse(remote) => format!("sse: {}", remote.url),
         }
     }
 }
@@ -98,7 +163,7 @@ pub enum McpConfigError {
         path.display()
     )]
     Shape { path: PathBuf, message: String },
-    #[error("Invalid MCP server `{server}` in {}: {message}.", path.display())]
+    #[error("Invalid MCP server `{server}` in {}: {message}. This server is not started; the others are.", path.display())]
     Server {
         path: PathBuf,
         server: String,
@@ -106,77 +171,159 @@ pub enum McpConfigError {
     },
 }
 
-/// Load and merge the three `mcp.json` files for a session in `cwd`. Missing files count as
-/// empty; the first invalid file stops loading with an error naming it.
-pub fn load_config(kimi_home: &Path, cwd: &Path) -> Result<McpConfig, McpConfigError> {
+/// One of the files MCP servers are configured in.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ConfigFile {
+    pub path: PathBuf,
+    /// A project file (loaded only for a trusted folder).
+    pub project: bool,
+    /// Set for `.mcp.json`, whose stdio servers run in the project root.
+    pub stdio_cwd_base: Option<PathBuf>,
+}
+
+/// The three files for a session in `cwd`, in precedence order (later wins per name).
+pub fn config_files(kimi_home: &Path, cwd: &Path) -> [ConfigFile; 3] {
     let project_root = find_git_root(cwd).unwrap_or_else(|| cwd.to_path_buf());
-    let layers = [
-        (kimi_home.join("mcp.json"), None),
-        (project_root.join(".mcp.json"), Some(project_root.as_path())),
-        (cwd.join(".kimi-code").join("mcp.json"), None),
-    ];
+    [
+        ConfigFile {
+            path: kimi_home.join("mcp.json"),
+            project: false,
+            stdio_cwd_base: None,
+        },
+        ConfigFile {
+            path: project_root.join(".mcp.json"),
+            project: true,
+            stdio_cwd_base: Some(project_root),
+        },
+        ConfigFile {
+            path: cwd.join(".kimi-code").join("mcp.json"),
+            project: true,
+            stdio_cwd_base: None,
+        },
+    ]
+}
+
+/// Load and merge the three `mcp.json` files for a session in `cwd`. Missing files count as
+/// empty. Project files' servers go to [`McpConfig::untrusted`] unless `trusted`. A bad file
+/// or entry is a problem that disables only itself.
+pub fn load_config(kimi_home: &Path, cwd: &Path, trusted: bool) -> McpConfig {
     let mut config = McpConfig::default();
-    for (path, stdio_cwd_base) in layers {
-        let Some(text) = read_optional(&path)? else {
-            continue;
+    for file in config_files(kimi_home, cwd) {
+        let text = match read_optional(&file.path) {
+            Ok(Some(text)) => text,
+            Ok(None) => continue,
+            Err(err) => {
+                config.problems.push(err);
+                continue;
+            }
         };
-        for (name, server) in parse_file(&text, &path, stdio_cwd_base)? {
-            config.servers.insert(name, server);
+        match parse_file(&text, &file.path, file.stdio_cwd_base.as_deref()) {
+            Ok(parsed) => {
+                if file.project && !trusted {
+                    config.untrusted.extend(parsed.servers);
+                } else {
+                    config.servers.extend(parsed.servers);
+                }
+                config.problems.extend(parsed.problems);
+                config.warnings.extend(parsed.warnings);
+            }
+            Err(err) => config.problems.push(err),
         }
     }
-    Ok(config)
+    config
 }
 
 /// Parse one file's text. `stdio_cwd_base` is set for `.mcp.json`, whose stdio servers run in
-/// the project root unless their `cwd` says otherwise.
+/// the project root unless their `cwd` says otherwise. `Err` means the whole file is unusable;
+/// a bad entry is one of [`ParsedFile::problems`] and the other entries still load.
 pub fn parse_file(
     text: &str,
     path: &Path,
     stdio_cwd_base: Option<&Path>,
-) -> Result<Vec<(String, ServerConfig)>, McpConfigError> {
+) -> Result<ParsedFile, McpConfigError> {
+    let mut parsed = ParsedFile::default();
     if text.trim().is_empty() {
-        return Ok(Vec::new());
+        return Ok(parsed);
     }
     let data: Value = serde_json::from_str(text).map_err(|source| McpConfigError::Json {
         path: path.to_path_buf(),
         source,
     })?;
-    let shape = |message: &str| McpConfigError::Shape {
+    let shape = |message: String| McpConfigError::Shape {
         path: path.to_path_buf(),
-        message: message.to_owned(),
+        message,
     };
     let Value::Object(root) = data else {
-        return Err(shape("the top level must be a JSON object"));
+        return Err(shape("the top level must be a JSON object".to_owned()));
     };
     let servers = match root.get("mcpServers") {
-        None | Some(Value::Null) => return Ok(Vec::new()),
+        None | Some(Value::Null) => {
+            if root.contains_key("servers") {
+                // VS Code's `.vscode/mcp.json` shape: the same entries under another key.
+                return Err(shape(
+                    "this is a VS Code-style file (its servers are under \"servers\"); kimi-rs reads \"mcpServers\": rename the key \"servers\" to \"mcpServers\"".to_owned(),
+                ));
+            }
+            if let Some(near) = root
+                .keys()
+                .find_map(|k| kimi_config::did_you_mean(k, ["mcpServers"]).map(|_| k))
+            {
+                return Err(shape(format!(
+                    "unknown key \"{near}\" (did you mean \"mcpServers\"?)"
+                )));
+            }
+            return Ok(parsed);
+        }
         Some(Value::Object(servers)) => servers,
-        Some(_) => return Err(shape("\"mcpServers\" must be an object")),
+        Some(_) => return Err(shape("\"mcpServers\" must be an object".to_owned())),
     };
-    let mut out = Vec::with_capacity(servers.len());
     for (name, value) in servers {
-        let server = parse_server(value, path, stdio_cwd_base).map_err(|message| {
-            McpConfigError::Server {
+        let mut remarks = Vec::new();
+        match parse_server(value, path, stdio_cwd_base, &mut remarks) {
+            Ok(server) => {
+                parsed.servers.push((name.clone(), server));
+                parsed.warnings.extend(
+                    remarks.into_iter().map(|remark| {
+                        format!("MCP server `{name}` in {}: {remark}", path.display())
+                    }),
+                );
+            }
+            Err(message) => parsed.problems.push(McpConfigError::Server {
                 path: path.to_path_buf(),
                 server: name.clone(),
                 message,
-            }
-        })?;
-        out.push((name.clone(), server));
+            }),
+        }
     }
-    Ok(out)
+    Ok(parsed)
+}
+
+/// Unknown keys of an entry: one that looks like a misspelt known key is an error (the entry
+/// would run differently than meant); any other is a remark and ignored.
+fn check_keys(obj: &Map<String, Value>, remarks: &mut Vec<String>) -> Result<(), String> {
+    for key in obj.keys().filter(|k| !SERVER_KEYS.contains(&k.as_str())) {
+        match kimi_config::did_you_mean(key, SERVER_KEYS.iter().copied()) {
+            Some(near) => {
+                return Err(format!("unknown key `{key}` (did you mean `{near}`?)"));
+            }
+            None => remarks.push(format!("unknown key `{key}` is ignored")),
+        }
+    }
+    Ok(())
 }
 
 fn parse_server(
     value: &Value,
     source: &Path,
     stdio_cwd_base: Option<&Path>,
+    remarks: &mut Vec<String>,
 ) -> Result<ServerConfig, String> {
     let Value::Object(obj) = value else {
         return Err(
             "the entry must be an object with `command` (stdio) or `url` (http)".to_owned(),
         );
     };
+    check_keys(obj, remarks)?;
     // `type` is what Claude Code's `.mcp.json` uses; accept it when `transport` is absent.
     let declared = match obj.get("transport").or_else(|| obj.get("type")) {
         None | Some(Value::Null) => None,
@@ -246,10 +393,20 @@ fn parse_remote(obj: &Map<String, Value>) -> Result<RemoteConfig, String> {
     if bearer_token_env_var.as_deref() == Some("") {
         return Err("`bearerTokenEnvVar` must name an environment variable".to_owned());
     }
+    let oauth = match opt_string(obj, "auth")?.as_deref() {
+        None => false,
+        Some("oauth") => true,
+        Some(other) => {
+            return Err(format!(
+                "`auth` must be \"oauth\" (or left out), got \"{other}\""
+            ));
+        }
+    };
     Ok(RemoteConfig {
         url,
         headers: opt_string_map(obj, "headers")?,
         bearer_token_env_var,
+        oauth,
     })
 }
 
@@ -315,6 +472,37 @@ fn read_optional(path: &Path) -> Result<Option<String>, McpConfigError> {
             source,
         }),
     }
+}
+
+/// Where a stdio server's `command` would be found for a session in `session_cwd`: a path
+/// with a `/` is taken as it is (relative to the server's working directory), a bare name is
+/// looked up in `PATH` (the server's own `env.PATH` when it sets one). `None` when there is no
+/// such executable file.
+pub fn find_command(server: &ServerConfig, session_cwd: &Path) -> Option<PathBuf> {
+    use std::os::unix::fs::PermissionsExt;
+    let TransportConfig::Stdio {
+        command, env, cwd, ..
+    } = &server.transport
+    else {
+        return None;
+    };
+    let executable = |path: &Path| {
+        std::fs::metadata(path).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+    };
+    if command.contains('/') {
+        let dir = cwd
+            .as_ref()
+            .map_or_else(|| session_cwd.to_path_buf(), |dir| session_cwd.join(dir));
+        let path = dir.join(command);
+        return executable(&path).then_some(path);
+    }
+    let search = env
+        .get("PATH")
+        .map(std::ffi::OsString::from)
+        .or_else(|| std::env::var_os("PATH"))?;
+    std::env::split_paths(&search)
+        .map(|dir| dir.join(command))
+        .find(|path| executable(path))
 }
 
 /// The nearest ancestor of `start` (itself included) holding `.git` (a directory, or a file for

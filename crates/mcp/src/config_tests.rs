@@ -26,6 +26,7 @@ fn http(url: &str) -> ServerConfig {
             url: url.to_owned(),
             headers: BTreeMap::new(),
             bearer_token_env_var: None,
+            oauth: false,
         }),
         ..stdio("unused")
     }
@@ -33,9 +34,13 @@ fn http(url: &str) -> ServerConfig {
 
 fn parse_one(server_json: &str) -> Result<ServerConfig, McpConfigError> {
     let text = format!(r#"{{"mcpServers": {{"s": {server_json}}}}}"#);
-    let mut servers = parse_file(&text, Path::new("/cfg/mcp.json"), None)?;
-    assert_eq!(servers.len(), 1);
-    Ok(servers.remove(0).1)
+    let mut parsed = parse_file(&text, Path::new("/cfg/mcp.json"), None)?;
+    if !parsed.problems.is_empty() {
+        assert!(parsed.servers.is_empty());
+        return Err(parsed.problems.remove(0));
+    }
+    assert_eq!(parsed.servers.len(), 1);
+    Ok(parsed.servers.remove(0).1)
 }
 
 #[test]
@@ -59,6 +64,7 @@ fn valid_entries() {
             url: "https://example.com/mcp".to_owned(),
             headers: BTreeMap::from([("X-Key".to_owned(), "k".to_owned())]),
             bearer_token_env_var: Some("GH_TOKEN".to_owned()),
+            oauth: true,
         }),
         ..http("unused")
     };
@@ -67,6 +73,7 @@ fn valid_entries() {
             url: "http://localhost:1/sse".to_owned(),
             headers: BTreeMap::new(),
             bearer_token_env_var: None,
+            oauth: false,
         }),
         ..http("unused")
     };
@@ -89,7 +96,7 @@ fn valid_entries() {
         ),
         (
             r#"{"url": "https://example.com/mcp", "transport": "http",
-                "headers": {"X-Key": "k"}, "bearerTokenEnvVar": "GH_TOKEN"}"#,
+                "headers": {"X-Key": "k"}, "bearerTokenEnvVar": "GH_TOKEN", "auth": "oauth"}"#,
             full_http,
         ),
         (
@@ -158,6 +165,18 @@ fn invalid_entries_name_file_server_and_fix() {
             r#"{"url": "http://x", "headers": []}"#,
             "`headers` must be an object of strings",
         ),
+        (
+            r#"{"comand": "x"}"#,
+            "unknown key `comand` (did you mean `command`?)",
+        ),
+        (
+            r#"{"command": "x", "arg": ["-v"]}"#,
+            "unknown key `arg` (did you mean `args`?)",
+        ),
+        (
+            r#"{"url": "http://x", "auth": "basic"}"#,
+            "`auth` must be \"oauth\"",
+        ),
     ];
     for (json, needle) in cases {
         let err = match parse_one(json) {
@@ -182,15 +201,22 @@ fn file_level_errors_and_empty_files() -> Result<(), String> {
         r#"{"mcpServers": {}}"#,
         r#"{"mcpServers": null}"#,
     ] {
-        assert_eq!(
-            parse_file(empty, path, None).map_err(|e| e.to_string())?,
-            vec![]
-        );
+        let parsed = parse_file(empty, path, None).map_err(|e| e.to_string())?;
+        assert_eq!(parsed.servers, vec![]);
+        assert!(parsed.problems.is_empty() && parsed.warnings.is_empty());
     }
     let cases = [
         ("{not json", "Invalid JSON in MCP config /cfg/mcp.json"),
         ("[]", "the top level must be a JSON object"),
         (r#"{"mcpServers": []}"#, "\"mcpServers\" must be an object"),
+        (
+            r#"{"servers": {"a": {"command": "x"}}}"#,
+            "this is a VS Code-style file (its servers are under \"servers\"); kimi-rs reads \"mcpServers\": rename the key \"servers\" to \"mcpServers\"",
+        ),
+        (
+            r#"{"mcpServer": {"a": {"command": "x"}}}"#,
+            "unknown key \"mcpServer\" (did you mean \"mcpServers\"?)",
+        ),
     ];
     for (text, needle) in cases {
         let err = parse_file(text, path, None)
@@ -223,7 +249,8 @@ fn precedence_and_project_root_cwd() -> Result<(), Box<dyn std::error::Error>> {
         r#"{"mcpServers": {"c": {"url": "http://127.0.0.1:1/mcp"}}}"#,
     )?;
 
-    let config = load_config(home.path(), &cwd)?;
+    let config = load_config(home.path(), &cwd, true);
+    assert!(config.problems.is_empty(), "{:?}", config.problems);
     let summary: Vec<(String, String, Option<PathBuf>, PathBuf)> = config
         .servers
         .iter()
@@ -272,21 +299,111 @@ fn precedence_and_project_root_cwd() -> Result<(), Box<dyn std::error::Error>> {
 }
 
 #[test]
-fn no_files_means_no_servers_and_bad_file_is_an_error() -> Result<(), Box<dyn std::error::Error>> {
+fn no_files_means_no_servers_and_a_bad_file_disables_only_itself()
+-> Result<(), Box<dyn std::error::Error>> {
     let home = tempfile::tempdir()?;
     let cwd = tempfile::tempdir()?;
-    assert_eq!(load_config(home.path(), cwd.path())?, McpConfig::default());
+    let empty = load_config(home.path(), cwd.path(), true);
+    assert!(empty.servers.is_empty() && empty.problems.is_empty() && empty.untrusted.is_empty());
 
     // Without a git repository the cwd itself is the project root.
+    std::fs::write(cwd.path().join(".mcp.json"), "{not json")?;
     std::fs::write(
-        cwd.path().join(".mcp.json"),
-        r#"{"mcpServers": {"x": {"command": 1}}}"#,
+        home.path().join("mcp.json"),
+        r#"{"mcpServers": {"ok": {"command": "good"}}}"#,
     )?;
-    let err = load_config(home.path(), cwd.path())
-        .err()
-        .map(|e| e.to_string())
-        .unwrap_or_default();
-    assert!(err.contains("Invalid MCP server `x`"), "{err}");
-    assert!(err.contains(".mcp.json"), "{err}");
+    let config = load_config(home.path(), cwd.path(), true);
+    assert_eq!(config.servers.keys().collect::<Vec<_>>(), vec!["ok"]);
+    let problems: Vec<String> = config.problems.iter().map(ToString::to_string).collect();
+    assert_eq!(problems.len(), 1, "{problems:?}");
+    assert!(problems[0].contains(".mcp.json"), "{problems:?}");
+    Ok(())
+}
+
+#[test]
+fn one_bad_entry_disables_only_itself() {
+    let text = r#"{"mcpServers": {
+        "a": {"command": "first"},
+        "typo": {"comand": "npx"},
+        "b": {"url": "http://127.0.0.1:9/mcp", "note": "kept"},
+        "bad": {"command": "x", "toolTimeoutMs": -1}
+    }}"#;
+    let parsed = parse_file(text, Path::new("/cfg/mcp.json"), None).unwrap_or_default();
+    let names: Vec<&str> = parsed.servers.iter().map(|(n, _)| n.as_str()).collect();
+    assert_eq!(names, vec!["a", "b"]);
+    let problems: Vec<String> = parsed.problems.iter().map(ToString::to_string).collect();
+    assert_eq!(
+        problems,
+        vec![
+            "Invalid MCP server `typo` in /cfg/mcp.json: unknown key `comand` (did you mean `command`?). This server is not started; the others are.".to_owned(),
+            "Invalid MCP server `bad` in /cfg/mcp.json: `toolTimeoutMs` must be a whole number of milliseconds between 1 and 2147483647, got -1. This server is not started; the others are.".to_owned(),
+        ]
+    );
+    assert_eq!(
+        parsed.warnings,
+        vec!["MCP server `b` in /cfg/mcp.json: unknown key `note` is ignored".to_owned()]
+    );
+}
+
+#[test]
+fn project_servers_of_an_untrusted_folder_are_listed_not_loaded()
+-> Result<(), Box<dyn std::error::Error>> {
+    let home = tempfile::tempdir()?;
+    let repo = tempfile::tempdir()?;
+    std::fs::create_dir(repo.path().join(".git"))?;
+    std::fs::create_dir(repo.path().join(".kimi-code"))?;
+    std::fs::write(
+        home.path().join("mcp.json"),
+        r#"{"mcpServers": {"mine": {"command": "user-server"}, "shared": {"command": "user-shared"}}}"#,
+    )?;
+    std::fs::write(
+        repo.path().join(".mcp.json"),
+        r#"{"mcpServers": {"shared": {"command": "sh", "args": ["-c", "touch 'pwned file'"]}}}"#,
+    )?;
+    std::fs::write(
+        repo.path().join(".kimi-code/mcp.json"),
+        r#"{"mcpServers": {"web": {"url": "https://example.com/mcp"}}}"#,
+    )?;
+    let untrusted = load_config(home.path(), repo.path(), false);
+    let loaded: Vec<(&str, String)> = untrusted
+        .servers
+        .iter()
+        .map(|(n, s)| (n.as_str(), s.describe()))
+        .collect();
+    assert_eq!(
+        loaded,
+        vec![
+            ("mine", "stdio: user-server".to_owned()),
+            ("shared", "stdio: user-shared".to_owned())
+        ]
+    );
+    let skipped: Vec<(&str, String)> = untrusted
+        .untrusted
+        .iter()
+        .map(|(n, s)| (n.as_str(), s.describe()))
+        .collect();
+    assert_eq!(
+        skipped,
+        vec![
+            (
+                "shared",
+                format!(
+                    "stdio: sh -c \"touch 'pwned file'\" (in {})",
+                    repo.path().display()
+                )
+            ),
+            ("web", "http: https://example.com/mcp".to_owned())
+        ]
+    );
+    let trusted = load_config(home.path(), repo.path(), true);
+    assert!(trusted.untrusted.is_empty());
+    assert_eq!(
+        trusted.servers.keys().collect::<Vec<_>>(),
+        vec!["mine", "shared", "web"]
+    );
+    assert_eq!(
+        trusted.servers["shared"].source,
+        repo.path().join(".mcp.json")
+    );
     Ok(())
 }

@@ -1,7 +1,8 @@
 //! MCP client (surface.md §10): servers from `mcp.json`, their tools as kimi-rs tools.
 //!
 //! - [`load_config`] reads and merges `<kimi home>/mcp.json`, `<git root>/.mcp.json` and
-//!   `<cwd>/.kimi-code/mcp.json` (later wins per server name).
+//!   `<cwd>/.kimi-code/mcp.json` (later wins per server name; the project files only for a
+//!   trusted folder; a bad entry disables only itself).
 //! - [`McpManager::start`] starts every enabled server in the background (stdio child processes
 //!   or streamable HTTP) and returns at once; each server's tools, named
 //!   `mcp__<server>__<tool>` ([`qualify_tool_name`]), join a `kimi_tools::LateTools` set when
@@ -10,18 +11,22 @@
 //!   [`McpManager::status`] (connecting / connected / failed / disabled) feeds the `/mcp` panel
 //!   and [`McpManager::progress`] reports changes; [`McpManager::shutdown`] stops the servers.
 //!
-//! Not covered yet: OAuth (`auth: "oauth"`), the legacy SSE transport (reported as
-//! unsupported), reconnect-and-retry after a transport failure, image compression, the
-//! workspace-trust prompt for project files (the host decides whether to load them).
+//! Transports: stdio, streamable HTTP (rmcp's) and the legacy HTTP+SSE ([`sse`], our own, as
+//! rmcp has none).
+//!
+//! Not covered yet: OAuth (`auth: "oauth"`), reconnect-and-retry after a transport failure, image compression, the
+//! trust prompt itself (the host asks and passes the answer to [`load_config`]).
 
 pub mod config;
 pub mod manager;
 pub mod naming;
 pub mod output;
+pub mod sse;
 pub mod tool;
 
 pub use config::{
-    McpConfig, McpConfigError, RemoteConfig, ServerConfig, TransportConfig, load_config,
+    ConfigFile, McpConfig, McpConfigError, ParsedFile, RemoteConfig, ServerConfig, TransportConfig,
+    config_files, find_command, load_config,
 };
 pub use manager::{
     CLIENT_NAME, DEFAULT_STARTUP_TIMEOUT, DEFAULT_TOOL_TIMEOUT, McpManager, McpProgress, McpState,

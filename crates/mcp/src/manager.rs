@@ -23,6 +23,7 @@ use tokio::sync::watch;
 
 use crate::config::{McpConfig, RemoteConfig, ServerConfig, TransportConfig};
 use crate::naming::{qualify_tool_name, sanitize_name_part};
+use crate::sse::SseTransport;
 use crate::tool::{Connection, McpTool, StderrTail};
 
 /// Used when a server sets no `startupTimeoutMs`.
@@ -144,6 +145,12 @@ enum Launched {
     },
     Http {
         transport: StreamableHttpClientTransport<reqwest::Client>,
+        url: String,
+    },
+    /// The legacy SSE transport connects in the handshake (opening the stream is a request).
+    Sse {
+        client: reqwest::Client,
+        headers: reqwest::header::HeaderMap,
         url: String,
     },
 }
@@ -473,6 +480,15 @@ fn launch(
     stderr: &StderrTail,
 ) -> Result<(Launched, Option<u32>), String> {
     let source = server.source.display();
+    if let TransportConfig::Http(remote) | TransportConfig::Sse(remote) = &server.transport
+        && remote.oauth
+    {
+        // Accepted in the file (it is Kimi Code's key), but the login flow is not there yet:
+        // say so instead of connecting without the credentials the server expects.
+        return Err(format!(
+            "`\"auth\": \"oauth\"` is not supported by kimi-rs yet (no MCP OAuth login). Put a token in `headers` or `bearerTokenEnvVar` in {source} instead"
+        ));
+    }
     match &server.transport {
         TransportConfig::Stdio {
             command,
@@ -514,10 +530,18 @@ fn launch(
             let url = remote.url.clone();
             Ok((Launched::Http { transport, url }, None))
         }
-        TransportConfig::Sse(remote) => Err(format!(
-            "the legacy SSE transport (`\"transport\": \"sse\"` for {}) is not supported. Use the server's streamable HTTP endpoint with `\"transport\": \"http\"` in {source}",
-            remote.url
-        )),
+        TransportConfig::Sse(remote) => {
+            let (client, headers) = remote_client(remote, env, &source.to_string())?;
+            let url = remote.url.clone();
+            Ok((
+                Launched::Sse {
+                    client,
+                    headers,
+                    url,
+                },
+                None,
+            ))
+        }
     }
 }
 
@@ -553,6 +577,22 @@ async fn handshake(
                 )
             })?
         }
+        Launched::Sse {
+            client,
+            headers,
+            url,
+        } => {
+            let fix = format!(
+                "Check that the server is running and that `url` in {source} is its SSE endpoint"
+            );
+            let transport = SseTransport::connect(client, &url, headers)
+                .await
+                .map_err(|e| format!("{e}. {fix}"))?;
+            client_info()
+                .serve(transport)
+                .await
+                .map_err(|e| format!("the MCP handshake over SSE with {url} failed: {e}. {fix}"))?
+        }
     };
     let tools = match service.list_all_tools().await {
         Ok(tools) => tools,
@@ -580,12 +620,14 @@ fn spawn_error(command: &str, dir: &Path, error: &std::io::Error, source: &str) 
     }
 }
 
-fn http_transport(
+/// The HTTP client and headers (`headers`, and `Authorization` from `bearerTokenEnvVar`) of a
+/// remote server.
+fn remote_client(
     remote: &RemoteConfig,
     env: &HashMap<String, String>,
     source: &str,
-) -> Result<StreamableHttpClientTransport<reqwest::Client>, String> {
-    use reqwest::header::{HeaderName, HeaderValue};
+) -> Result<(reqwest::Client, reqwest::header::HeaderMap), String> {
+    use reqwest::header::{AUTHORIZATION, HeaderMap, HeaderName, HeaderValue};
 
     // reqwest is built without a default TLS provider; install the same one the rest of
     // kimi-rs uses (a no-op when another part of the program already did).
@@ -596,7 +638,7 @@ fn http_transport(
         .pool_max_idle_per_host(0)
         .build()
         .map_err(|e| format!("cannot create the HTTP client: {e}"))?;
-    let mut headers = HashMap::new();
+    let mut headers = HeaderMap::new();
     for (name, value) in &remote.headers {
         let header = HeaderName::from_bytes(name.as_bytes())
             .map_err(|_| format!("header name `{name}` in {source} is not a valid HTTP header"))?;
@@ -605,11 +647,14 @@ fn http_transport(
         })?;
         headers.insert(header, value);
     }
-    let mut config =
-        StreamableHttpClientTransportConfig::with_uri(remote.url.as_str()).custom_headers(headers);
     if let Some(var) = &remote.bearer_token_env_var {
         match env.get(var).filter(|token| !token.is_empty()) {
-            Some(token) => config = config.auth_header(token.as_str()),
+            Some(token) => {
+                let value = HeaderValue::from_str(&format!("Bearer {token}")).map_err(|_| {
+                    format!("the token in `{var}` (its `bearerTokenEnvVar`) is not a valid HTTP header value")
+                })?;
+                headers.insert(AUTHORIZATION, value);
+            }
             None => {
                 return Err(format!(
                     "environment variable `{var}` (its `bearerTokenEnvVar`) is not set. Export it before starting kimi-rs, or remove `bearerTokenEnvVar` from {source}"
@@ -617,7 +662,30 @@ fn http_transport(
             }
         }
     }
-    Ok(StreamableHttpClientTransport::with_client(client, config))
+    Ok((client, headers))
+}
+
+fn http_transport(
+    remote: &RemoteConfig,
+    env: &HashMap<String, String>,
+    source: &str,
+) -> Result<StreamableHttpClientTransport<reqwest::Client>, String> {
+    let (client, mut headers) = remote_client(remote, env, source)?;
+    let mut config = StreamableHttpClientTransportConfig::with_uri(remote.url.as_str());
+    // rmcp sets `Authorization` itself from `auth_header` (it refuses it among custom headers).
+    if let Some(value) = headers.remove(reqwest::header::AUTHORIZATION)
+        && let Some(token) = value.to_str().ok().and_then(|v| v.strip_prefix("Bearer "))
+    {
+        config = config.auth_header(token);
+    }
+    let custom: HashMap<_, _> = headers
+        .iter()
+        .map(|(name, value)| (name.clone(), value.clone()))
+        .collect();
+    Ok(StreamableHttpClientTransport::with_client(
+        client,
+        config.custom_headers(custom),
+    ))
 }
 
 /// Wrap the server's tools, applying its filters and skipping names already taken by an

@@ -54,6 +54,7 @@ pub fn convert_result(result: &Value, qualified_name: &str) -> ToolResult {
 
     let (parts, text_cut) = apply_text_budget(parts);
     let (parts, media_cut) = apply_binary_cap(parts);
+    let parts = join_adjacent_text(parts);
     let is_error = result
         .get("isError")
         .and_then(Value::as_bool)
@@ -160,6 +161,25 @@ fn wrap_media_only(parts: Vec<ContentPart>, qualified_name: &str) -> Vec<Content
     out
 }
 
+/// Adjacent text parts become one, with a newline between them unless one is already there:
+/// two text blocks of one result must not reach the model glued together ("ab").
+fn join_adjacent_text(parts: Vec<ContentPart>) -> Vec<ContentPart> {
+    let mut out: Vec<ContentPart> = Vec::with_capacity(parts.len());
+    for part in parts {
+        if let (Some(ContentPart::Text { text: last }), ContentPart::Text { text }) =
+            (out.last_mut(), &part)
+        {
+            if !(last.ends_with('\n') || text.starts_with('\n')) {
+                last.push('\n');
+            }
+            last.push_str(text);
+            continue;
+        }
+        out.push(part);
+    }
+    out
+}
+
 fn apply_text_budget(parts: Vec<ContentPart>) -> (Vec<ContentPart>, bool) {
     let mut remaining = MAX_OUTPUT_CHARS;
     let mut truncated = false;
@@ -242,7 +262,16 @@ mod tests {
             &json!({"content": [{"type": "text", "text": "a"}, {"type": "text", "text": "b"}]}),
             NAME,
         );
-        assert_eq!(r.text().as_deref(), Some("ab"));
+        assert_eq!(
+            r,
+            ToolResult::ok("a\nb"),
+            "joined with a newline, never glued"
+        );
+        let r = convert_result(
+            &json!({"content": [{"type": "text", "text": "a\n"}, {"type": "text", "text": "b"}]}),
+            NAME,
+        );
+        assert_eq!(r, ToolResult::ok("a\nb"));
     }
 
     #[test]
@@ -285,7 +314,7 @@ mod tests {
         );
         assert_eq!(
             r.text().as_deref(),
-            Some("inline[resource link: file:///c (application/octet-stream)]")
+            Some("inline\n[resource link: file:///c (application/octet-stream)]")
         );
     }
 
@@ -310,7 +339,7 @@ mod tests {
         assert!(r.truncated);
         let text = r.text().unwrap_or_default();
         assert!(
-            text.starts_with("pic:[image_url dropped: ~10.0 MB exceeds 10 MB"),
+            text.starts_with("pic:\n[image_url dropped: ~10.0 MB exceeds 10 MB"),
             "{text}"
         );
     }

@@ -53,6 +53,7 @@ fn remote(url: String) -> ServerConfig {
             url,
             headers: BTreeMap::new(),
             bearer_token_env_var: None,
+            oauth: false,
         }),
         ..stdio(&[])
     }
@@ -64,6 +65,7 @@ fn config(servers: Vec<(&str, ServerConfig)>) -> McpConfig {
             .into_iter()
             .map(|(name, server)| (name.to_owned(), server))
             .collect(),
+        ..McpConfig::default()
     }
 }
 
@@ -334,6 +336,7 @@ async fn failing_servers_are_warnings_and_the_others_still_work() -> TestResult 
             url: "http://127.0.0.1:9/sse".into(),
             headers: BTreeMap::new(),
             bearer_token_env_var: None,
+            oauth: false,
         }),
         ..stdio(&[])
     };
@@ -364,7 +367,10 @@ async fn failing_servers_are_warnings_and_the_others_still_work() -> TestResult 
             "MCP server `hang` failed to start",
             "did not finish starting within 300 ms",
         ),
-        ("MCP server `old` failed to start", "legacy SSE transport"),
+        (
+            "MCP server `old` failed to start",
+            "cannot open the event stream at http://127.0.0.1:9/sse",
+        ),
     ];
     for (warning, (prefix, needle)) in h.warnings.iter().zip(expect) {
         assert!(
@@ -551,6 +557,7 @@ async fn streamable_http_with_headers_and_bearer_token() -> TestResult {
         url,
         headers: BTreeMap::from([("X-Fixture".to_owned(), "yes".to_owned())]),
         bearer_token_env_var: Some("FIXTURE_TOKEN".to_owned()),
+        oauth: false,
     });
     let env = HashMap::from([("FIXTURE_TOKEN".to_owned(), "s3cret".to_owned())]);
     let h = connect_env(&config(vec![("web", server)]), &env).await?;
@@ -584,6 +591,31 @@ async fn streamable_http_with_headers_and_bearer_token() -> TestResult {
 }
 
 #[tokio::test]
+async fn an_oauth_server_is_refused_saying_what_to_use_instead() -> TestResult {
+    let (url, _state) = http_fixture().await?;
+    let mut server = remote(url.clone());
+    server.transport = TransportConfig::Http(RemoteConfig {
+        url,
+        headers: BTreeMap::new(),
+        bearer_token_env_var: None,
+        oauth: true,
+    });
+    let h = connect_env(&config(vec![("web", server)]), &HashMap::new()).await?;
+    assert_eq!(h.warnings.len(), 1);
+    assert!(
+        h.warnings[0].contains("`\"auth\": \"oauth\"` is not supported by kimi-rs yet")
+            && h.warnings[0].contains("bearerTokenEnvVar"),
+        "{:?}",
+        h.warnings
+    );
+    assert!(matches!(
+        h.manager.status()[0].state,
+        ServerState::Failed(_)
+    ));
+    Ok(())
+}
+
+#[tokio::test]
 async fn missing_bearer_variable_is_a_clear_warning() -> TestResult {
     let (url, _state) = http_fixture().await?;
     let mut server = remote(url.clone());
@@ -591,6 +623,7 @@ async fn missing_bearer_variable_is_a_clear_warning() -> TestResult {
         url,
         headers: BTreeMap::new(),
         bearer_token_env_var: Some("KIMI_MCP_UNSET_TOKEN".to_owned()),
+        oauth: false,
     });
     let h = connect_env(&config(vec![("web", server)]), &HashMap::new()).await?;
     assert_eq!(h.warnings.len(), 1);
@@ -599,5 +632,163 @@ async fn missing_bearer_variable_is_a_clear_warning() -> TestResult {
         "{:?}",
         h.warnings
     );
+    Ok(())
+}
+
+// --- legacy HTTP+SSE -------------------------------------------------------------------------
+
+#[derive(Clone, Default)]
+struct SseState {
+    session: Arc<proto::Session>,
+    /// Where the open event stream's messages go.
+    stream: Arc<Mutex<Option<tokio::sync::mpsc::UnboundedSender<String>>>>,
+    seen: Arc<Mutex<Vec<(String, String)>>>,
+    /// What the `endpoint` event names.
+    endpoint: Arc<Mutex<String>>,
+}
+
+fn record_headers(seen: &Mutex<Vec<(String, String)>>, path: &str, headers: &HeaderMap) {
+    let mut seen = seen
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    for name in ["authorization", "x-fixture"] {
+        if let Some(value) = headers.get(name).and_then(|v| v.to_str().ok()) {
+            seen.push((format!("{path} {name}"), value.to_owned()));
+        }
+    }
+}
+
+async fn sse_get(State(state): State<SseState>, headers: HeaderMap) -> Response {
+    use axum::response::sse::{Event, Sse};
+    record_headers(&state.seen, "GET", &headers);
+    let (tx, rx) = tokio::sync::mpsc::unbounded_channel::<String>();
+    *state
+        .stream
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner) = Some(tx);
+    let endpoint = state
+        .endpoint
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+        .clone();
+    let first = futures::stream::once(async move {
+        Ok::<_, std::convert::Infallible>(Event::default().event("endpoint").data(endpoint))
+    });
+    let rest = futures::stream::unfold(rx, |mut rx| async move {
+        let data = rx.recv().await?;
+        Some((
+            Ok::<_, std::convert::Infallible>(Event::default().event("message").data(data)),
+            rx,
+        ))
+    });
+    Sse::new(futures::StreamExt::chain(first, rest)).into_response()
+}
+
+async fn sse_post(State(state): State<SseState>, headers: HeaderMap, body: String) -> Response {
+    record_headers(&state.seen, "POST", &headers);
+    let Ok(msg) = serde_json::from_str::<Value>(&body) else {
+        return StatusCode::BAD_REQUEST.into_response();
+    };
+    if let proto::Reply::Message(reply) = proto::handle(&state.session, &msg) {
+        let stream = state
+            .stream
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clone();
+        match stream {
+            Some(tx) if tx.send(reply.to_string()).is_ok() => {}
+            _ => return StatusCode::GONE.into_response(),
+        }
+    }
+    StatusCode::ACCEPTED.into_response()
+}
+
+async fn sse_fixture(endpoint: &str) -> Result<(String, SseState), Box<dyn std::error::Error>> {
+    let state = SseState::default();
+    *state
+        .endpoint
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner) = endpoint.to_owned();
+    let app = axum::Router::new()
+        .route("/sse", axum::routing::get(sse_get))
+        .route("/messages", axum::routing::post(sse_post))
+        .with_state(state.clone());
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+    let url = format!("http://{}/sse", listener.local_addr()?);
+    tokio::spawn(async move {
+        let _ = axum::serve(listener, app).await;
+    });
+    Ok((url, state))
+}
+
+fn sse_server(url: String) -> ServerConfig {
+    ServerConfig {
+        transport: TransportConfig::Sse(RemoteConfig {
+            url,
+            headers: BTreeMap::from([("X-Fixture".to_owned(), "yes".to_owned())]),
+            bearer_token_env_var: Some("FIXTURE_TOKEN".to_owned()),
+            oauth: false,
+        }),
+        ..stdio(&[])
+    }
+}
+
+#[tokio::test]
+async fn legacy_sse_with_headers_and_bearer_token() -> TestResult {
+    let (url, state) = sse_fixture("/messages?sessionId=abc").await?;
+    let env = HashMap::from([("FIXTURE_TOKEN".to_owned(), "s3cret".to_owned())]);
+    let h = connect_env(&config(vec![("old", sse_server(url))]), &env).await?;
+    assert_eq!(h.warnings, Vec::<String>::new());
+    assert_eq!(h.manager.status()[0].transport, "sse");
+    assert_eq!(h.manager.status()[0].state, ServerState::Connected);
+    assert_eq!(h.names().len(), 11);
+    assert_eq!(
+        h.call("mcp__old__add", json!({"a": 2, "b": 5})).await?,
+        ToolResult::ok("7")
+    );
+    assert_eq!(
+        h.call("mcp__old__whoami", json!({})).await?,
+        ToolResult::ok("kimi-rs")
+    );
+    {
+        let seen = state
+            .seen
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        for expected in [
+            ("GET authorization", "Bearer s3cret"),
+            ("GET x-fixture", "yes"),
+            ("POST authorization", "Bearer s3cret"),
+            ("POST x-fixture", "yes"),
+        ] {
+            assert!(
+                seen.contains(&(expected.0.to_owned(), expected.1.to_owned())),
+                "{expected:?} in {seen:?}"
+            );
+        }
+    }
+    h.manager.shutdown().await;
+    Ok(())
+}
+
+#[tokio::test]
+async fn an_sse_endpoint_on_another_origin_is_refused() -> TestResult {
+    let (url, state) = sse_fixture("http://127.0.0.2:1/messages").await?;
+    let env = HashMap::from([("FIXTURE_TOKEN".to_owned(), "s3cret".to_owned())]);
+    let h = connect_env(&config(vec![("old", sse_server(url))]), &env).await?;
+    assert_eq!(h.warnings.len(), 1, "{:?}", h.warnings);
+    assert!(
+        h.warnings[0].contains("another origin (http://127.0.0.2:1/messages)"),
+        "{:?}",
+        h.warnings
+    );
+    let posts = state
+        .seen
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+        .iter()
+        .filter(|(k, _)| k.starts_with("POST"))
+        .count();
+    assert_eq!(posts, 0, "nothing was sent");
     Ok(())
 }

@@ -68,7 +68,8 @@ pub struct McpServerEntry {
 #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
 pub struct McpStatus {
     pub servers: Vec<McpServerEntry>,
-    /// Why no server was started at all (e.g. an invalid `mcp.json`).
+    /// What did not load, one item a line: invalid `mcp.json` files or entries (each disables
+    /// only itself) and project servers skipped because the folder is not trusted.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub problem: Option<String>,
     /// Where servers are configured, user file first (shown when there are none).

@@ -162,6 +162,14 @@ fn rows(status: &McpStatus, t: &Theme) -> Vec<Vec<(String, Style)>> {
         }
     }
     rows.push(vec![(format!("  {}", summary(&status.servers)), t.text)]);
+    // Entries that did not load (a bad entry disables only itself) and project servers an
+    // untrusted folder skipped: listed under the servers that did.
+    if let Some(problem) = &status.problem {
+        rows.push(vec![("  Not loaded:".to_owned(), t.warning)]);
+        for line in problem.lines() {
+            rows.push(vec![(format!("    {}", line.trim_start()), t.text_dim)]);
+        }
+    }
     rows
 }
 

@@ -143,6 +143,24 @@ fn mcp_panel_lists_servers_with_state_and_tools() {
 }
 
 #[test]
+fn mcp_panel_lists_what_did_not_load_under_the_servers() {
+    let mut h = Harness::new();
+    let mut status = servers();
+    status.problem = Some(
+        "Invalid MCP server `typo` in mcp.json: unknown key `comand` (did you mean `command`?).\nthis folder is not trusted, so its project commands were not run:\n  - MCP server `repo` (stdio: sh -c x) from /r/.mcp.json".to_owned(),
+    );
+    h.event(Event::McpStatus { status });
+    let text = h.app.transcript_markdown();
+    assert!(
+        text.contains("Not loaded:")
+            && text.contains("unknown key `comand` (did you mean `command`?)")
+            && text.contains("- MCP server `repo` (stdio: sh -c x) from /r/.mcp.json"),
+        "{text}"
+    );
+    assert!(text.contains("github  connected   http"), "{text}");
+}
+
+#[test]
 fn mcp_panel_without_servers_says_where_to_add_them() {
     let mut h = Harness::new();
     h.event(Event::McpStatus {

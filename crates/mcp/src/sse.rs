@@ -1,0 +1,206 @@
+//! The legacy HTTP+SSE MCP transport (protocol 2024-11-05), which rmcp no longer ships: the
+//! client opens a `GET` event stream; the server's first event, `endpoint`, names the URL the
+//! client `POST`s each JSON-RPC message to; every server message arrives on the stream as a
+//! `message` event. Still what many hosted servers and `server-everything sse` speak.
+
+use std::borrow::Cow;
+
+use futures::StreamExt;
+use reqwest::header::{ACCEPT, HeaderMap};
+use rmcp::RoleClient;
+use rmcp::model::{ClientJsonRpcMessage, ServerJsonRpcMessage};
+use rmcp::transport::Transport;
+use sse_stream::SseStream;
+use tokio::sync::mpsc;
+
+/// Server messages buffered between the stream reader and the service.
+const INCOMING_BUFFER: usize = 64;
+
+#[derive(Debug, thiserror::Error)]
+pub enum SseError {
+    #[error("sending to {endpoint} failed: {source}")]
+    Send {
+        endpoint: String,
+        source: reqwest::Error,
+    },
+    #[error("{endpoint} refused the message with HTTP {status}{body}")]
+    Status {
+        endpoint: String,
+        status: reqwest::StatusCode,
+        body: String,
+    },
+    #[error("cannot encode the message: {0}")]
+    Encode(serde_json::Error),
+}
+
+/// A connected SSE session: where to post, and what the stream delivered.
+pub struct SseTransport {
+    client: reqwest::Client,
+    headers: HeaderMap,
+    endpoint: String,
+    incoming: mpsc::Receiver<ServerJsonRpcMessage>,
+    reader: tokio::task::JoinHandle<()>,
+}
+
+impl Drop for SseTransport {
+    fn drop(&mut self) {
+        self.reader.abort();
+    }
+}
+
+/// A short excerpt of an error body for messages.
+fn excerpt(text: &str) -> String {
+    let text = text.trim();
+    if text.is_empty() {
+        return String::new();
+    }
+    let cut: String = text.chars().take(200).collect();
+    format!(": {cut}")
+}
+
+impl SseTransport {
+    /// Open the event stream at `url` and wait for its `endpoint` event. Errors say what the
+    /// server did instead.
+    pub async fn connect(
+        client: reqwest::Client,
+        url: &str,
+        headers: HeaderMap,
+    ) -> Result<SseTransport, String> {
+        let base = reqwest::Url::parse(url).map_err(|e| format!("`{url}` is not a URL: {e}"))?;
+        let response = client
+            .get(base.clone())
+            .headers(headers.clone())
+            .header(ACCEPT, "text/event-stream")
+            .send()
+            .await
+            .map_err(|e| format!("cannot open the event stream at {url}: {e}"))?;
+        let status = response.status();
+        if !status.is_success() {
+            let body = response.text().await.unwrap_or_default();
+            return Err(format!(
+                "{url} answered the event-stream request with HTTP {status}{}",
+                excerpt(&body)
+            ));
+        }
+        let is_sse = response
+            .headers()
+            .get(reqwest::header::CONTENT_TYPE)
+            .and_then(|v| v.to_str().ok())
+            .is_some_and(|v| v.starts_with("text/event-stream"));
+        if !is_sse {
+            return Err(format!(
+                "{url} did not answer with an event stream (no `text/event-stream` content type); if it is a streamable HTTP server, use `\"transport\": \"http\"`"
+            ));
+        }
+        let mut events = SseStream::from_bytes_stream(response.bytes_stream());
+        let endpoint = loop {
+            match events.next().await {
+                Some(Ok(event)) if event.event.as_deref() == Some("endpoint") => {
+                    let data = event.data.unwrap_or_default();
+                    let joined = base
+                        .join(data.trim())
+                        .map_err(|e| format!("the `endpoint` event `{data}` is not a URL: {e}"))?;
+                    // Messages carry the session (and its credentials): they go back only to
+                    // the server the stream came from.
+                    if joined.origin() != base.origin() {
+                        return Err(format!(
+                            "the server named an endpoint on another origin ({joined}); refusing to send messages there"
+                        ));
+                    }
+                    break joined.to_string();
+                }
+                Some(Ok(_)) => {}
+                Some(Err(e)) => return Err(format!("the event stream from {url} broke: {e}")),
+                None => {
+                    return Err(format!(
+                        "the event stream from {url} ended before it named its message endpoint"
+                    ));
+                }
+            }
+        };
+        let (tx, incoming) = mpsc::channel(INCOMING_BUFFER);
+        let source = url.to_owned();
+        let reader = tokio::spawn(async move {
+            while let Some(event) = events.next().await {
+                let event = match event {
+                    Ok(event) => event,
+                    Err(e) => {
+                        tracing::warn!(url = %source, error = %e, "MCP SSE stream broke");
+                        break;
+                    }
+                };
+                if !matches!(event.event.as_deref(), None | Some("message")) {
+                    continue;
+                }
+                let Some(data) = event.data else { continue };
+                match serde_json::from_str::<ServerJsonRpcMessage>(&data) {
+                    Ok(message) => {
+                        if tx.send(message).await.is_err() {
+                            break;
+                        }
+                    }
+                    Err(e) => {
+                        tracing::warn!(url = %source, error = %e, "MCP SSE message is not JSON-RPC; skipped");
+                    }
+                }
+            }
+            tracing::info!(url = %source, "MCP SSE stream ended");
+        });
+        Ok(SseTransport {
+            client,
+            headers,
+            endpoint,
+            incoming,
+            reader,
+        })
+    }
+}
+
+impl Transport<RoleClient> for SseTransport {
+    type Error = SseError;
+
+    fn name() -> Cow<'static, str> {
+        Cow::Borrowed("SseTransport")
+    }
+
+    fn send(
+        &mut self,
+        item: ClientJsonRpcMessage,
+    ) -> impl Future<Output = Result<(), Self::Error>> + Send + 'static {
+        let endpoint = self.endpoint.clone();
+        let request = serde_json::to_vec(&item).map(|body| {
+            self.client
+                .post(&endpoint)
+                .headers(self.headers.clone())
+                .header(reqwest::header::CONTENT_TYPE, "application/json")
+                .body(body)
+        });
+        async move {
+            let request = request.map_err(SseError::Encode)?;
+            let response = request.send().await.map_err(|source| SseError::Send {
+                endpoint: endpoint.clone(),
+                source,
+            })?;
+            let status = response.status();
+            if status.is_success() {
+                return Ok(());
+            }
+            let body = response.text().await.unwrap_or_default();
+            Err(SseError::Status {
+                endpoint,
+                status,
+                body: excerpt(&body),
+            })
+        }
+    }
+
+    async fn receive(&mut self) -> Option<ServerJsonRpcMessage> {
+        self.incoming.recv().await
+    }
+
+    async fn close(&mut self) -> Result<(), Self::Error> {
+        self.reader.abort();
+        self.incoming.close();
+        Ok(())
+    }
+}
