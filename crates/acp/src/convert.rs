@@ -7,10 +7,12 @@ use agent_client_protocol::v1::schema::{
     SessionModeState, SessionUpdate, TextContent, ToolCall as AcpToolCall, ToolCallContent,
     ToolCallStatus, ToolCallUpdate, ToolCallUpdateFields, ToolKind,
 };
+use agent_client_protocol::v1::schema::{Diff, ToolCallLocation};
 use agent_client_protocol::v1::schema::{PermissionOption, PermissionOptionKind};
 use kimi_protocol::ops::{ApprovalDecision, ApprovalOption, PermissionMode};
 use kimi_protocol::{ContentPart, Message, Role, ToolCall};
 use serde_json::{Map, Value, json};
+use std::path::{Path, PathBuf};
 
 /// A prompt from the editor as kimi-rs content parts. Embedded text resources are inlined as
 /// `<resource uri="…">…</resource>`, links become their URI, images become data URLs; binary
@@ -84,14 +86,101 @@ pub fn tool_title(call: &ToolCall) -> String {
     }
 }
 
-/// `tool_call` announcing a call the model made.
-pub fn tool_started(call: &ToolCall) -> SessionUpdate {
+/// Files larger than this are not read to show a Write's previous text.
+const MAX_DIFF_FILE: u64 = 1024 * 1024;
+
+/// The path a call's `path` argument names, absolute against the session's directory.
+fn call_path(args: &Value, cwd: &Path) -> Option<PathBuf> {
+    let path = args.get("path").and_then(Value::as_str)?;
+    let path = Path::new(path);
+    Some(if path.is_absolute() {
+        path.to_owned()
+    } else {
+        cwd.join(path)
+    })
+}
+
+/// The file a Write is about to replace, as it is now (`None` when it does not exist yet, is
+/// too large or is not text).
+pub fn file_before_write(call: &ToolCall, cwd: &Path) -> Option<String> {
+    if call.name != "Write" {
+        return None;
+    }
+    let path = call_path(&args_of(call), cwd)?;
+    let meta = std::fs::metadata(&path).ok()?;
+    if !meta.is_file() || meta.len() > MAX_DIFF_FILE {
+        return None;
+    }
+    std::fs::read_to_string(path).ok()
+}
+
+/// Where a call works and what it changes, for the editor to follow and show: the file a
+/// Read, Write or Edit names (Read with its first line) and, for Edit and Write, the change
+/// as a diff. `before` is the file's text before a Write (see [`file_before_write`]).
+pub fn tool_details(
+    call: &ToolCall,
+    cwd: &Path,
+    before: Option<String>,
+) -> (Vec<ToolCallLocation>, Vec<ToolCallContent>) {
+    if !["Read", "ReadMediaFile", "Write", "Edit"].contains(&call.name.as_str()) {
+        return (Vec::new(), Vec::new());
+    }
+    let args = args_of(call);
+    let Some(path) = call_path(&args, cwd) else {
+        return (Vec::new(), Vec::new());
+    };
+    let line = args
+        .get("line_offset")
+        .and_then(Value::as_u64)
+        .filter(|_| call.name == "Read")
+        .and_then(|l| u32::try_from(l).ok());
+    let locations = vec![ToolCallLocation::new(path.clone()).line(line)];
+    let text = |key: &str| args.get(key).and_then(Value::as_str).map(str::to_owned);
+    let diff = match call.name.as_str() {
+        "Edit" => text("old_string")
+            .zip(text("new_string"))
+            .map(|(old, new)| Diff::new(path, new).old_text(old)),
+        "Write" => text("content").map(|content| {
+            let append = args.get("mode").and_then(Value::as_str) == Some("append");
+            let new = match (&before, append) {
+                (Some(old), true) => format!("{old}{content}"),
+                _ => content,
+            };
+            Diff::new(path, new).old_text(before)
+        }),
+        _ => None,
+    };
+    (
+        locations,
+        diff.map(ToolCallContent::Diff).into_iter().collect(),
+    )
+}
+
+/// `tool_call` announcing a call the model made, with its locations and diff. A live call
+/// starts `pending` (it may wait for permission); a replayed one is shown as it was.
+pub fn tool_started(
+    call: &ToolCall,
+    cwd: &Path,
+    before: Option<String>,
+    status: ToolCallStatus,
+) -> SessionUpdate {
+    let (locations, content) = tool_details(call, cwd, before);
     SessionUpdate::ToolCall(
         AcpToolCall::new(call.id.clone(), tool_title(call))
             .kind(tool_kind(&call.name))
-            .status(ToolCallStatus::InProgress)
+            .status(status)
+            .locations(locations)
+            .content(content)
             .raw_input(args_of(call)),
     )
+}
+
+/// `tool_call_update` saying a call now runs (its permission was granted, or none was needed).
+pub fn tool_running(tool_call_id: &str) -> SessionUpdate {
+    SessionUpdate::ToolCallUpdate(ToolCallUpdate::new(
+        tool_call_id.to_owned(),
+        ToolCallUpdateFields::new().status(ToolCallStatus::InProgress),
+    ))
 }
 
 fn text_of(parts: &[ContentPart]) -> String {
@@ -146,7 +235,7 @@ fn user_block(part: &ContentPart) -> Option<ContentBlock> {
 
 /// The updates that show a stored conversation to an editor (`session/load`): user and
 /// assistant text, thinking, tool calls with their results.
-pub fn replay(messages: &[Message]) -> Vec<SessionUpdate> {
+pub fn replay(messages: &[Message], cwd: &Path) -> Vec<SessionUpdate> {
     let mut updates = Vec::new();
     for message in messages {
         match message.role {
@@ -169,7 +258,12 @@ pub fn replay(messages: &[Message]) -> Vec<SessionUpdate> {
                         _ => {}
                     }
                 }
-                updates.extend(message.tool_calls.iter().map(tool_started));
+                updates.extend(
+                    message
+                        .tool_calls
+                        .iter()
+                        .map(|call| tool_started(call, cwd, None, ToolCallStatus::InProgress)),
+                );
             }
             Role::Tool => {
                 if let Some(id) = &message.tool_call_id {
@@ -394,18 +488,103 @@ mod tests {
             "Bash",
             Some(r#"{"command":"cargo test\nmore"}"#.into()),
         );
-        let update = serde_json::to_value(tool_started(&call)).unwrap();
+        let update = serde_json::to_value(tool_started(
+            &call,
+            Path::new("/p"),
+            None,
+            ToolCallStatus::Pending,
+        ))
+        .unwrap();
         assert_eq!(update["sessionUpdate"], "tool_call");
         assert_eq!(update["toolCallId"], "c1");
         assert_eq!(update["title"], "Bash cargo test");
         assert_eq!(update["kind"], "execute");
-        assert_eq!(update["status"], "in_progress");
+        // `pending` is the protocol's default status, so it is left out.
+        assert!(update.get("status").is_none(), "{update}");
+        assert!(
+            update.get("locations").is_none_or(|l| l == &json!([])),
+            "{update}"
+        );
+        let running = serde_json::to_value(tool_running("c1")).unwrap();
+        assert_eq!(running["status"], "in_progress");
         assert_eq!(update["rawInput"], json!({"command": "cargo test\nmore"}));
         let done =
             serde_json::to_value(tool_finished("c1", &[ContentPart::text("ok")], true)).unwrap();
         assert_eq!(done["sessionUpdate"], "tool_call_update");
         assert_eq!(done["status"], "failed");
         assert_eq!(done["content"][0]["content"]["text"], "ok");
+    }
+
+    #[test]
+    fn file_tools_carry_locations_and_edits_carry_diffs() {
+        let cwd = tempfile::tempdir().unwrap();
+        std::fs::write(cwd.path().join("a.txt"), "old line\n").unwrap();
+        let edit = ToolCall::new(
+            "e1",
+            "Edit",
+            Some(r#"{"path":"a.txt","old_string":"old","new_string":"new"}"#.into()),
+        );
+        let update = serde_json::to_value(tool_started(
+            &edit,
+            cwd.path(),
+            None,
+            ToolCallStatus::Pending,
+        ))
+        .unwrap();
+        let file = cwd.path().join("a.txt").display().to_string();
+        assert_eq!(update["locations"], json!([{"path": file}]));
+        assert_eq!(
+            update["content"],
+            json!([{"type": "diff", "path": file, "oldText": "old", "newText": "new"}])
+        );
+
+        let write = ToolCall::new(
+            "w1",
+            "Write",
+            Some(r#"{"path":"a.txt","content":"fresh\n"}"#.into()),
+        );
+        let before = file_before_write(&write, cwd.path());
+        assert_eq!(before.as_deref(), Some("old line\n"));
+        let update = serde_json::to_value(tool_started(
+            &write,
+            cwd.path(),
+            before,
+            ToolCallStatus::Pending,
+        ))
+        .unwrap();
+        assert_eq!(
+            update["content"][0],
+            json!({"type": "diff", "path": file, "oldText": "old line\n", "newText": "fresh\n"})
+        );
+        let new_file = ToolCall::new(
+            "w2",
+            "Write",
+            Some(r#"{"path":"/abs/new.txt","content":"x"}"#.into()),
+        );
+        assert_eq!(file_before_write(&new_file, cwd.path()), None);
+        let update = serde_json::to_value(tool_started(
+            &new_file,
+            cwd.path(),
+            None,
+            ToolCallStatus::Pending,
+        ))
+        .unwrap();
+        assert_eq!(update["locations"][0]["path"], "/abs/new.txt");
+        assert!(update["content"][0]["oldText"].is_null(), "{update}");
+
+        let read = ToolCall::new(
+            "r1",
+            "Read",
+            Some(r#"{"path":"a.txt","line_offset":40}"#.into()),
+        );
+        let update = serde_json::to_value(tool_started(
+            &read,
+            cwd.path(),
+            None,
+            ToolCallStatus::Pending,
+        ))
+        .unwrap();
+        assert_eq!(update["locations"], json!([{"path": file, "line": 40}]));
     }
 
     #[test]

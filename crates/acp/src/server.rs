@@ -13,17 +13,19 @@ use agent_client_protocol::v1::ConnectionTo;
 use agent_client_protocol::v1::schema::SessionUpdate;
 use agent_client_protocol::v1::schema::{
     AgentCapabilities, AuthMethod, AuthMethodTerminal, AuthenticateRequest, AuthenticateResponse,
-    CancelNotification, ContentBlock, CurrentModeUpdate, Implementation, InitializeRequest,
-    InitializeResponse, LoadSessionRequest, LoadSessionResponse, McpCapabilities,
-    NewSessionRequest, NewSessionResponse, PromptCapabilities, PromptRequest, PromptResponse,
-    RequestPermissionOutcome, RequestPermissionRequest, SessionNotification, SetSessionModeRequest,
-    SetSessionModeResponse, StopReason, TextContent, ToolCallContent, ToolCallUpdate,
-    ToolCallUpdateFields,
+    CancelNotification, CloseSessionRequest, CloseSessionResponse, ContentBlock, CurrentModeUpdate,
+    Implementation, InitializeRequest, InitializeResponse, LoadSessionRequest, LoadSessionResponse,
+    McpCapabilities, NewSessionRequest, NewSessionResponse, PromptCapabilities, PromptRequest,
+    PromptResponse, RequestPermissionOutcome, RequestPermissionRequest, SessionCapabilities,
+    SessionCloseCapabilities, SessionNotification, SetSessionModeRequest, SetSessionModeResponse,
+    StopReason, TextContent, ToolCallContent, ToolCallStatus, ToolCallUpdate, ToolCallUpdateFields,
 };
 use agent_client_protocol::{Agent, ByteStreams, Client, Error as AcpError};
 use kimi_core::engine::agent::AgentHandle;
 use kimi_core::session::{OpenedSession, Resume};
-use kimi_protocol::ops::{ApprovalDecision, ApprovalRequest, Event, Op, TurnEndReason};
+use kimi_protocol::ops::{
+    AgentStatus, ApprovalDecision, ApprovalRequest, Event, Op, TurnEndReason,
+};
 use tokio::sync::{mpsc, oneshot};
 use tokio_util::compat::{TokioAsyncReadCompatExt, TokioAsyncWriteCompatExt};
 
@@ -52,6 +54,10 @@ struct Live {
     waiters: Mutex<Waiters>,
     /// The mode id the editor was last told.
     mode: Mutex<&'static str>,
+    /// The session's working directory: relative paths in tool calls are against it.
+    cwd: PathBuf,
+    /// The event pump; it holds the session (and so its journal) until it is stopped.
+    pump: Mutex<Option<tokio::task::JoinHandle<()>>>,
 }
 
 /// The mode a session's agent is in now (permission mode, or plan mode on top of it).
@@ -109,7 +115,9 @@ async fn ask(
     let options = convert::permission_options(review, &request.options);
     let answer = cx
         .send_request(RequestPermissionRequest::new(
-            session_id, tool_call, options,
+            session_id.clone(),
+            tool_call,
+            options,
         ))
         .block_task()
         .await;
@@ -123,10 +131,19 @@ async fn ask(
             ApprovalDecision::Reject
         }
     };
+    let approved = !matches!(
+        decision,
+        ApprovalDecision::Reject | ApprovalDecision::RejectWithFeedback { .. }
+    );
+    let call = request.tool_call_id.clone();
     handle.send(Op::Approve {
         request_id: request.request_id,
         decision,
     });
+    // The call left `pending`: it runs now (a rejected one ends `failed` with its result).
+    if approved {
+        notify(&cx, &session_id, convert::tool_running(&call));
+    }
 }
 
 /// Forward one session's engine events to the editor until the agent stops.
@@ -139,7 +156,20 @@ async fn pump(
     // The question event does not name its tool call; AskUserQuestion runs alone, so it is
     // the last one started.
     let mut asking_call = String::new();
+    // The call announced last, while it is not known whether it waits for permission: the
+    // engine announces a call, then asks (the next events are the approval phase and the
+    // request) or runs it (any other event).
+    let mut unsettled: Option<String> = None;
     while let Some(event) = events.recv().await {
+        if let Some(call) = unsettled.take() {
+            match &event {
+                Event::Status {
+                    status: AgentStatus::AwaitingApproval { .. },
+                } => unsettled = Some(call),
+                Event::ApprovalRequested(request) if request.tool_call_id == call => {}
+                _ => notify(&cx, &session_id, convert::tool_running(&call)),
+            }
+        }
         match event {
             Event::TurnStarted { turn_id } => {
                 let mut waiters = live.waiters();
@@ -164,7 +194,13 @@ async fn pump(
                 if call.name == "AskUserQuestion" {
                     asking_call.clone_from(&call.id);
                 }
-                notify(&cx, &session_id, convert::tool_started(&call));
+                let before = convert::file_before_write(&call, &live.cwd);
+                notify(
+                    &cx,
+                    &session_id,
+                    convert::tool_started(&call, &live.cwd, before, ToolCallStatus::Pending),
+                );
+                unsettled = Some(call.id.clone());
             }
             Event::QuestionRequested {
                 request_id,
@@ -235,20 +271,23 @@ async fn pump(
     }
 }
 
-fn start(cx: &ConnectionTo<Client>, sessions: &Sessions, opened: OpenedSession) {
+fn start(cx: &ConnectionTo<Client>, sessions: &Sessions, opened: OpenedSession, cwd: &Path) {
     let id = opened.session.state.id.clone();
     let live = Arc::new(Live {
+        cwd: cwd.to_owned(),
+        pump: Mutex::new(None),
         mode: Mutex::new(mode_of(&opened.agent.handle)),
         handle: opened.agent.handle.clone(),
         join: Mutex::new(Some(opened.agent.join)),
         waiters: Mutex::new(Waiters::default()),
     });
-    tokio::spawn(pump(
+    let task = tokio::spawn(pump(
         cx.clone(),
         id.clone(),
         live.clone(),
         opened.agent.events,
     ));
+    *live.pump.lock().unwrap_or_else(PoisonError::into_inner) = Some(task);
 
     lock(sessions).insert(id, live);
 }
@@ -294,11 +333,11 @@ fn open(
             .history()
             .messages()
             .to_vec();
-        for update in convert::replay(&history) {
+        for update in convert::replay(&history, cwd) {
             notify(cx, &id, update);
         }
     }
-    start(cx, sessions, opened);
+    start(cx, sessions, opened, cwd);
     let mut commands = host.commands(&id);
     commands.push((
         crate::rewind::COMMAND.0.to_owned(),
@@ -347,8 +386,10 @@ pub async fn serve(
     let sessions: Sessions = Arc::default();
     let new_host = host.clone();
     let prompt_host = host.clone();
-    let load_host = host;
-    let (s_new, s_load, s_prompt, s_cancel, s_mode) = (
+    let load_host = host.clone();
+    let close_host = host;
+    let (s_new, s_load, s_prompt, s_cancel, s_mode, s_close) = (
+        sessions.clone(),
         sessions.clone(),
         sessions.clone(),
         sessions.clone(),
@@ -370,6 +411,9 @@ pub async fn serve(
                     .agent_capabilities(
                         AgentCapabilities::new()
                             .load_session(true)
+                            .session_capabilities(
+                                SessionCapabilities::new().close(SessionCloseCapabilities::new()),
+                            )
                             .mcp_capabilities(McpCapabilities::new().http(true).sse(false))
                             .prompt_capabilities(
                                 PromptCapabilities::new()
@@ -550,6 +594,53 @@ pub async fn serve(
                         AcpError::invalid_params().data(serde_json::Value::from(message)),
                     ),
                 }
+            },
+            agent_client_protocol::on_receive_request!(),
+        )
+        .on_receive_request(
+            async move |request: CloseSessionRequest, responder, cx| {
+                let id = request.session_id.0.to_string();
+                let Some(live) = lock(&s_close).remove(&id) else {
+                    return responder.respond_with_error(no_session(&id));
+                };
+                // Prompts still running or waiting end as cancelled; the agent stops and
+                // closes its journal before the answer, so the session can be loaded again.
+                for waiter in live.waiters().queued.drain(..) {
+                    let _ = waiter.send(Outcome {
+                        reason: TurnEndReason::Cancelled,
+                        error: None,
+                    });
+                }
+                live.handle.send(Op::Cancel { queued: true });
+                live.handle.send(Op::Shutdown);
+                close_host.release(&id);
+                let join = live
+                    .join
+                    .lock()
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .take();
+                cx.spawn(async move {
+                    if let Some(join) = join
+                        && tokio::time::timeout(std::time::Duration::from_secs(10), join)
+                            .await
+                            .is_err()
+                    {
+                        tracing::warn!("session {id} did not stop within 10 s of session/close");
+                    }
+                    // The agent has stopped: the pump has nothing left to forward, and it
+                    // holds the session's journal open until it goes.
+                    let pump = live
+                        .pump
+                        .lock()
+                        .unwrap_or_else(PoisonError::into_inner)
+                        .take();
+                    if let Some(pump) = pump {
+                        pump.abort();
+                        let _ = pump.await;
+                    }
+                    drop(live);
+                    responder.respond(CloseSessionResponse::new())
+                })
             },
             agent_client_protocol::on_receive_request!(),
         )

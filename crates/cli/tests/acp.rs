@@ -26,6 +26,11 @@ struct Editor {
     /// Option id to pick when asked for permission.
     permission: &'static str,
     asked: Vec<Value>,
+    /// Tool-call updates (`kind status id`) and permission requests (`permission id`) in the
+    /// order they arrived.
+    order: Vec<String>,
+    /// The answer to `initialize`.
+    init: Value,
 }
 
 impl Editor {
@@ -58,6 +63,8 @@ impl Editor {
             updates: Vec::new(),
             permission: "approve_once",
             asked: Vec::new(),
+            order: Vec::new(),
+            init: Value::Null,
         };
         let init = editor.call(
             "initialize",
@@ -68,6 +75,7 @@ impl Editor {
             "{init}"
         );
         assert_eq!(init["result"]["agentInfo"]["name"], "kimi-rs");
+        editor.init = init;
         editor
     }
 
@@ -86,10 +94,29 @@ impl Editor {
     /// Handle one incoming message; returns it when it is the response to `id`.
     fn handle(&mut self, message: Value, id: u64) -> Option<Value> {
         if message.get("method").and_then(Value::as_str) == Some("session/update") {
-            self.updates.push(message["params"]["update"].clone());
+            let update = &message["params"]["update"];
+            // A `tool_call` without a status is `pending`, the protocol's default.
+            let status = match update["sessionUpdate"].as_str() {
+                Some("tool_call") => Some(update["status"].as_str().unwrap_or("pending")),
+                _ => update["status"].as_str(),
+            };
+            if let Some(status) = status {
+                self.order.push(format!(
+                    "{} {status} {}",
+                    update["sessionUpdate"].as_str().unwrap_or_default(),
+                    update["toolCallId"].as_str().unwrap_or_default()
+                ));
+            }
+            self.updates.push(update.clone());
             return None;
         }
         if message.get("method").and_then(Value::as_str) == Some("session/request_permission") {
+            self.order.push(format!(
+                "permission {}",
+                message["params"]["toolCall"]["toolCallId"]
+                    .as_str()
+                    .unwrap_or_default()
+            ));
             self.asked.push(message["params"].clone());
             let answer = json!({"jsonrpc": "2.0", "id": message["id"], "result": {"outcome": {"outcome": "selected", "optionId": self.permission}}});
             self.write(answer);
@@ -183,7 +210,7 @@ fn a_prompt_streams_tool_calls_and_the_answer_then_ends_the_turn() {
         let done = editor
             .updates
             .iter()
-            .find(|u| u["sessionUpdate"] == "tool_call_update")
+            .find(|u| u["sessionUpdate"] == "tool_call_update" && u["status"] != "in_progress")
             .expect("the result was sent");
         assert_eq!(done["status"], "completed");
         assert!(
@@ -402,7 +429,7 @@ fn editor_mcp_servers_and_skill_commands_reach_the_session() {
     let result = editor
         .updates
         .iter()
-        .find(|u| u["sessionUpdate"] == "tool_call_update")
+        .find(|u| u["sessionUpdate"] == "tool_call_update" && u["status"] != "in_progress")
         .unwrap();
     assert_eq!(result["status"], "completed", "{result}");
     assert!(
@@ -419,6 +446,100 @@ fn editor_mcp_servers_and_skill_commands_reach_the_session() {
     assert_eq!(response["result"]["stopReason"], "end_turn", "{response}");
     let last = fx.requests().last().unwrap().body.to_string();
     assert!(last.contains("Greet Zoe warmly."), "{last}");
+    editor.close();
+}
+
+#[test]
+fn file_tool_calls_carry_locations_and_diffs_and_stay_pending_until_allowed() {
+    let fx = Fixture::new(
+        CORE_FORMATS[0],
+        vec![
+            ScriptTurn::tool_calls(&[("call_r", "Read", r#"{"path":"a.txt"}"#)]),
+            ScriptTurn::tool_calls(&[(
+                "call_e",
+                "Edit",
+                r#"{"path":"a.txt","old_string":"one","new_string":"two"}"#,
+            )]),
+            ScriptTurn::text("Edited."),
+        ],
+    );
+    std::fs::write(fx.cwd().join("a.txt"), "one\n").unwrap();
+    let mut editor = Editor::start(&fx);
+    let session = editor.new_session(&fx);
+    let response = editor.prompt(&session, "edit a.txt");
+    assert_eq!(response["result"]["stopReason"], "end_turn", "{response}");
+    assert_eq!(
+        std::fs::read_to_string(fx.cwd().join("a.txt")).unwrap(),
+        "two\n"
+    );
+    let file = fx.cwd().join("a.txt").display().to_string();
+    let announced = |id: &str| {
+        editor
+            .updates
+            .iter()
+            .find(|u| u["sessionUpdate"] == "tool_call" && u["toolCallId"] == id)
+            .cloned()
+            .unwrap()
+    };
+    let read = announced("call_r");
+    assert_eq!(read["locations"], json!([{"path": file}]), "{read}");
+    let edit = announced("call_e");
+    assert_eq!(edit["locations"], json!([{"path": file}]), "{edit}");
+    assert_eq!(
+        edit["content"],
+        json!([{"type": "diff", "path": file, "oldText": "one", "newText": "two"}])
+    );
+    // Read runs without asking; Edit waits `pending` until the editor allows it.
+    assert_eq!(
+        editor.order,
+        [
+            "tool_call pending call_r",
+            "tool_call_update in_progress call_r",
+            "tool_call_update completed call_r",
+            "tool_call pending call_e",
+            "permission call_e",
+            "tool_call_update in_progress call_e",
+            "tool_call_update completed call_e",
+        ],
+        "{:#?}",
+        editor.updates
+    );
+    editor.close();
+}
+
+#[test]
+fn a_closed_session_stops_and_can_be_loaded_again() {
+    let fx = Fixture::new(
+        CORE_FORMATS[0],
+        vec![ScriptTurn::text("First."), ScriptTurn::text("Second.")],
+    );
+    let mut editor = Editor::start(&fx);
+    let capabilities = &editor.init["result"]["agentCapabilities"];
+    assert_eq!(
+        capabilities["sessionCapabilities"]["close"],
+        json!({}),
+        "{capabilities}"
+    );
+    let session = editor.new_session(&fx);
+    editor.prompt(&session, "one");
+    let closed = editor.call("session/close", json!({"sessionId": session}));
+    assert_eq!(closed["result"], json!({}), "{closed}");
+    let gone = editor.prompt(&session, "two");
+    assert!(gone.get("error").is_some(), "{gone}");
+    let again = editor.call("session/close", json!({"sessionId": session}));
+    assert!(again.get("error").is_some(), "{again}");
+    // Its journal is complete: the same connection loads it again and continues it.
+    editor.updates.clear();
+    let loaded = editor.call(
+        "session/load",
+        json!({"sessionId": session, "cwd": fx.cwd(), "mcpServers": []}),
+    );
+    assert!(loaded.get("error").is_none(), "{loaded}");
+    assert_eq!(editor.agent_text(), "First.");
+    let response = editor.prompt(&session, "two");
+    assert_eq!(response["result"]["stopReason"], "end_turn", "{response}");
+    let last = fx.requests().last().unwrap().body.to_string();
+    assert!(last.contains("one") && last.contains("two"), "{last}");
     editor.close();
 }
 
@@ -469,7 +590,11 @@ fn plan_mode_guards_writes_and_the_plan_is_reviewed_in_the_editor() {
     let denied = editor
         .updates
         .iter()
-        .find(|u| u["sessionUpdate"] == "tool_call_update" && u["toolCallId"] == "call_w")
+        .find(|u| {
+            u["sessionUpdate"] == "tool_call_update"
+                && u["toolCallId"] == "call_w"
+                && u["status"] != "in_progress"
+        })
         .unwrap();
     assert_eq!(denied["status"], "failed");
     let review = editor

@@ -18,6 +18,8 @@ pub mod fuzzing;
 mod listen;
 mod live;
 mod messages;
+mod openapi;
+mod page;
 mod questions;
 pub mod reach;
 mod rest;

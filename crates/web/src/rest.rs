@@ -8,6 +8,7 @@ use std::time::Duration;
 
 use axum::body::Bytes;
 use axum::extract::{FromRequest, FromRequestParts, Path, Request, State};
+use axum::http::Method;
 use axum::http::request::Parts;
 use kimi_protocol::ContentPart;
 use kimi_protocol::host::SessionSummary;
@@ -68,14 +69,30 @@ pub async fn healthz() -> Data<Value> {
 }
 
 pub async fn meta(State(app): State<Arc<App>>) -> Data<Value> {
+    // Each capability is whether this server answers the routes that make it up.
+    let serves = |method: Method, path: &str| {
+        app.routes
+            .iter()
+            .any(|(m, p)| *m == method && (*p == path || p.starts_with(&format!("{path}/"))))
+    };
     Data(json!({
         "server_version": env!("CARGO_PKG_VERSION"),
         "capabilities": {
-            "websocket": true, "file_upload": false, "fs_query": false, "mcp": false,
-            "tasks": false, "terminal": false,
+            "websocket": serves(Method::GET, "/ws"),
+            "approvals": serves(Method::POST, "/sessions/{id}/approvals"),
+            "questions": serves(Method::POST, "/sessions/{id}/questions"),
+            "rewind": serves(Method::POST, "/sessions/{id}/rewind"),
+            "goal": serves(Method::GET, "/sessions/{id}/goal"),
+            "openapi": serves(Method::GET, "/openapi.json"),
+            "file_upload": serves(Method::POST, "/files"),
+            "fs_query": serves(Method::POST, "/workspace"),
+            "mcp": serves(Method::GET, "/mcp"),
+            "tasks": serves(Method::GET, "/sessions/{id}/tasks"),
+            "terminal": serves(Method::GET, "/sessions/{id}/terminals"),
         },
         "server_id": app.server_id,
         "started_at": app.started_at,
+        "default_cwd": app.default_cwd,
         "open_in_apps": [],
         "dangerous_bypass_auth": false,
         "backend": "v2",
@@ -84,20 +101,25 @@ pub async fn meta(State(app): State<Arc<App>>) -> Data<Value> {
     }))
 }
 
-/// The reference's session object, from the index and (when loaded) the live session.
+/// The reference's session object, from the index and (when loaded) the live session. Facts
+/// only a loaded session knows (its model, message count, context size) are `null` for one
+/// that is not loaded, never made up.
 fn session_object(id: &str, entry: Option<&SessionSummary>, live: Option<&Live>) -> Value {
     let (busy, turn_active, pending, last_reason, last_seq) = match live {
         Some(live) => {
             let busy = live.busy();
             let state = live.state();
+            let pending = if !state.pending.is_empty() {
+                "approval"
+            } else if !state.questions.is_empty() {
+                "question"
+            } else {
+                "none"
+            };
             (
                 busy,
                 state.turn_active,
-                if state.pending.is_empty() {
-                    "none"
-                } else {
-                    "approval"
-                },
+                pending,
                 state.last_turn_reason,
                 state.buffer.last_seq(),
             )
@@ -108,6 +130,18 @@ fn session_object(id: &str, entry: Option<&SessionSummary>, live: Option<&Live>)
         .and_then(|e| e.cwd.clone())
         .or_else(|| live.map(|l| l.cwd.clone()))
         .unwrap_or_default();
+    let (model, message_count, context_tokens) = match live {
+        Some(live) => {
+            let runtime = live.handle.runtime();
+            let count = runtime.log().history().messages().len();
+            (
+                json!(runtime.config.provider.model()),
+                json!(count),
+                json!(live.state().context_tokens),
+            )
+        }
+        None => (Value::Null, Value::Null, Value::Null),
+    };
     json!({
         "id": id,
         "workspace_id": entry.map(|e| e.workspace_id.clone()).or_else(|| live.map(|l| l.workspace_id.clone())).unwrap_or_default(),
@@ -115,15 +149,15 @@ fn session_object(id: &str, entry: Option<&SessionSummary>, live: Option<&Live>)
         "created_at": entry.map(|e| iso(e.created_at)),
         "updated_at": entry.map(|e| iso(e.updated_at)),
         "archived": entry.is_some_and(|e| e.archived),
+        "loaded": live.is_some(),
         "busy": busy,
         "main_turn_active": turn_active,
         "pending_interaction": pending,
         "last_turn_reason": last_reason,
         "metadata": {"cwd": cwd},
-        "agent_config": {"model": ""},
-        "usage": {"input_tokens": 0, "output_tokens": 0, "cache_read_tokens": 0, "cache_creation_tokens": 0, "context_tokens": 0},
-        "permission_rules": [],
-        "message_count": 0,
+        "agent_config": {"model": model},
+        "context_tokens": context_tokens,
+        "message_count": message_count,
         "last_seq": last_seq,
     })
 }
@@ -169,6 +203,8 @@ pub struct ListSessions {
     page_size: Option<u32>,
     include_archive: Option<bool>,
     busy: Option<bool>,
+    /// Case-insensitive text searched in the title, working directory and id.
+    q: Option<String>,
 }
 
 pub async fn list_sessions(
@@ -184,6 +220,15 @@ pub async fn list_sessions(
     }
     let mut entries: Vec<SessionSummary> = app.registry.index();
     entries.retain(|e| query.include_archive.unwrap_or(false) || !e.archived);
+    if let Some(needle) = query.q.as_deref().map(str::trim).filter(|q| !q.is_empty()) {
+        let needle = needle.to_lowercase();
+        entries.retain(|e| {
+            [e.title.as_deref(), e.cwd.as_deref(), Some(e.id.as_str())]
+                .into_iter()
+                .flatten()
+                .any(|field| field.to_lowercase().contains(&needle))
+        });
+    }
     if let Some(before) = &query.before_id {
         let Some(position) = entries.iter().position(|e| &e.id == before) else {
             return Err(ApiError::session_not_found(before));
@@ -217,17 +262,23 @@ pub async fn get_session(State(app): State<Arc<App>>, Path(id): Path<String>) ->
 }
 
 fn status(live: &Live) -> Value {
-    let config = &live.handle.runtime().config;
+    let runtime = live.handle.runtime();
+    let config = &runtime.config;
     let model = config.model.get();
     let context_tokens = live.state().context_tokens;
     let max = model.max_context_tokens;
+    let plan = config.plan.as_ref();
     json!({
         "busy": live.busy(),
         "model": model.provider.model(),
         "thinking_level": model.params.thinking,
         "permission": config.permissions.mode(),
-        "plan_mode": false,
-        "swarm_mode": live.handle.runtime().shared().swarm.is_some(),
+        "plan_mode": plan.is_some_and(|p| p.is_active()),
+        "plan_file": plan.and_then(|p| p.plan_file()),
+        "plan_text": plan.filter(|p| p.is_active()).map(|p| p.plan_text()),
+        "swarm_mode": runtime.shared().swarm.is_some(),
+        "todos": config.tool_ctx.todos.get(),
+        "goal": config.goal.as_ref().and_then(|g| g.snapshot()),
         "context_tokens": context_tokens,
         "max_context_tokens": (max > 0).then_some(max),
         "context_usage": (max > 0).then(|| context_tokens as f64 / max as f64),

@@ -9,9 +9,9 @@ use std::sync::Arc;
 
 use axum::Router;
 use axum::extract::{Request, State, WebSocketUpgrade};
-use axum::http::{HeaderValue, Method, header};
+use axum::http::{Method, header};
 use axum::middleware::{self, Next};
-use axum::response::{Html, IntoResponse, Response};
+use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use tokio::net::TcpListener;
 
@@ -19,6 +19,7 @@ use crate::auth;
 use crate::error::{ApiError, REQUEST_ID, code, is_ulid, new_ulid};
 use crate::listen::{self, Limits, Notices};
 use crate::live::Registry;
+use crate::page;
 use crate::questions;
 use crate::rest;
 use kimi_core::host::SessionHost;
@@ -27,8 +28,6 @@ use kimi_core::host::SessionHost;
 pub const DEFAULT_PORT: u16 = 58627;
 /// Ports tried after a busy one.
 const PORT_TRIES: u16 = 100;
-
-const INDEX_HTML: &str = include_str!("ui.html");
 
 #[derive(Debug, thiserror::Error)]
 pub enum WebError {
@@ -52,6 +51,9 @@ pub struct ServerOptions {
     pub home: PathBuf,
     pub limits: Limits,
     pub notices: Notices,
+    /// The directory the page offers for a new session (the server's working directory by
+    /// default).
+    pub default_cwd: Option<PathBuf>,
 }
 
 impl ServerOptions {
@@ -63,6 +65,7 @@ impl ServerOptions {
             home: home.into(),
             limits: Limits::default(),
             notices: Notices::default(),
+            default_cwd: std::env::current_dir().ok(),
         }
     }
 }
@@ -74,6 +77,9 @@ pub struct App {
     pub bind_host: String,
     pub server_id: String,
     pub started_at: String,
+    pub default_cwd: Option<String>,
+    /// What [`api_routes`] serves, for the capabilities `GET /meta` reports.
+    pub routes: Vec<(Method, &'static str)>,
 }
 
 /// A bound listener, ready to serve.
@@ -174,6 +180,12 @@ impl Bound {
             bind_host: self.options.host.clone(),
             server_id: new_ulid(),
             started_at: crate::events::timestamp(),
+            default_cwd: self
+                .options
+                .default_cwd
+                .as_ref()
+                .map(|p| p.display().to_string()),
+            routes: api_routes().listed().to_vec(),
         });
         listen::serve(
             self.listener,
@@ -187,53 +199,80 @@ impl Bound {
     }
 }
 
+/// The API's routes (under `/api/v1`) as `(method, path)`, in the order they are served: the
+/// OpenAPI document and its test are checked against this list, and it is built by the same
+/// calls that build the router, so the two cannot drift.
+pub(crate) struct Routes {
+    router: Router<Arc<App>>,
+    listed: Vec<(Method, &'static str)>,
+}
+
+impl Routes {
+    fn new() -> Self {
+        Routes {
+            router: Router::new(),
+            listed: Vec::new(),
+        }
+    }
+
+    fn get<H, T>(mut self, path: &'static str, handler: H) -> Self
+    where
+        H: axum::handler::Handler<T, Arc<App>>,
+        T: 'static,
+    {
+        self.listed.push((Method::GET, path));
+        self.router = self.router.route(path, get(handler));
+        self
+    }
+
+    fn post<H, T>(mut self, path: &'static str, handler: H) -> Self
+    where
+        H: axum::handler::Handler<T, Arc<App>>,
+        T: 'static,
+    {
+        self.listed.push((Method::POST, path));
+        self.router = self.router.route(path, post(handler));
+        self
+    }
+
+    /// Every route this server answers under `/api/v1`.
+    pub(crate) fn listed(&self) -> &[(Method, &'static str)] {
+        &self.listed
+    }
+}
+
+/// The `/api/v1` routes.
+pub(crate) fn api_routes() -> Routes {
+    Routes::new()
+        .get("/healthz", rest::healthz)
+        .get("/meta", rest::meta)
+        .get("/openapi.json", crate::openapi::serve)
+        .get("/sessions", rest::list_sessions)
+        .post("/sessions", rest::create_session)
+        .get("/sessions/{id}", rest::get_session)
+        .post("/sessions/{id}", rest::session_action)
+        .get("/sessions/{id}/status", rest::session_status)
+        .get("/sessions/{id}/goal", rest::session_goal)
+        .get("/sessions/{id}/messages", rest::list_messages)
+        .post("/sessions/{id}/prompts", rest::submit_prompt)
+        .post("/sessions/{id}/rewind", crate::rewind::rewind)
+        .get("/sessions/{id}/approvals", rest::list_approvals)
+        .post("/sessions/{id}/approvals/{aid}", rest::resolve_approval)
+        .get("/sessions/{id}/questions", questions::list_questions)
+        .post("/sessions/{id}/questions/{qid}", questions::answer_question)
+        .get("/ws", websocket)
+}
+
 fn router(app: Arc<App>) -> Router {
-    let api = Router::new()
-        .route("/healthz", get(rest::healthz))
-        .route("/meta", get(rest::meta))
-        .route(
-            "/sessions",
-            get(rest::list_sessions).post(rest::create_session),
-        )
-        .route(
-            "/sessions/{id}",
-            get(rest::get_session).post(rest::session_action),
-        )
-        .route("/sessions/{id}/status", get(rest::session_status))
-        .route("/sessions/{id}/goal", get(rest::session_goal))
-        .route("/sessions/{id}/messages", get(rest::list_messages))
-        .route("/sessions/{id}/prompts", post(rest::submit_prompt))
-        .route("/sessions/{id}/rewind", post(crate::rewind::rewind))
-        .route("/sessions/{id}/approvals", get(rest::list_approvals))
-        .route(
-            "/sessions/{id}/approvals/{aid}",
-            post(rest::resolve_approval),
-        )
-        .route("/sessions/{id}/questions", get(questions::list_questions))
-        .route(
-            "/sessions/{id}/questions/{qid}",
-            post(questions::answer_question),
-        )
-        .route("/ws", get(websocket))
-        .fallback(rest::no_endpoint);
+    let api = api_routes().router.fallback(rest::no_endpoint);
     Router::new()
         .nest("/api/v1", api)
-        .route("/", get(index))
-        .route("/index.html", get(index))
+        .route("/", get(page::index))
+        .route("/index.html", get(page::index))
+        .route("/assets/{name}", get(page::asset))
         .fallback(rest::no_endpoint)
         .layer(middleware::from_fn_with_state(app.clone(), guard))
         .with_state(app)
-}
-
-async fn index() -> Response {
-    let mut response = Html(INDEX_HTML).into_response();
-    let headers = response.headers_mut();
-    headers.insert(
-        header::CONTENT_SECURITY_POLICY,
-        HeaderValue::from_static("default-src 'self'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; connect-src 'self' ws: wss:"),
-    );
-    headers.insert(header::X_FRAME_OPTIONS, HeaderValue::from_static("DENY"));
-    response
 }
 
 async fn websocket(
