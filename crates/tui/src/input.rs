@@ -268,7 +268,7 @@ impl App {
         } else {
             self.push(crate::cells::CellKind::User {
                 text: text.clone(),
-                steer: false,
+                steer: None,
             });
         }
         self.op(Op::Submit {
@@ -288,7 +288,7 @@ impl App {
             // Idle: steering starts a turn, exactly like submitting.
             self.push(crate::cells::CellKind::User {
                 text: text.clone(),
-                steer: false,
+                steer: None,
             });
             self.op(Op::Steer {
                 input: text_op(text),
@@ -297,7 +297,7 @@ impl App {
         }
         self.push(crate::cells::CellKind::User {
             text: text.clone(),
-            steer: true,
+            steer: Some(crate::cells::SteerState::Sending),
         });
         self.op(Op::Steer {
             input: text_op(text),

@@ -82,6 +82,9 @@ pub struct AgentLog {
     plan: Option<PlanSnapshot>,
     /// The last `todo.set` list on the active branch.
     todos: Vec<TodoItem>,
+    /// Results for unanswered calls whose answer the journal has (`settle`), committed when
+    /// the agent starts.
+    settled: Vec<RecordPayload>,
 }
 
 impl std::fmt::Debug for AgentLog {
@@ -151,8 +154,14 @@ impl AgentLog {
                 _ => None,
             })
             .collect();
+        let answered =
+            super::settle::Answered::collect(input.all.iter().map(|r| &r.record.payload));
         let mut history = History::new(HistoryConfig::default());
         let report = history.replay(input.into_undoable(), agent_id);
+        let settled = answered.results(
+            history.messages(),
+            history.fold_state().pending_tool_calls(),
+        );
         Ok((
             AgentLog {
                 agent_id: agent_id.to_owned(),
@@ -161,6 +170,7 @@ impl AgentLog {
                 clock,
                 plan: plan.clone(),
                 todos: todos.clone(),
+                settled,
             },
             Restored {
                 report,
@@ -177,6 +187,12 @@ impl AgentLog {
                 checkpoint_steps,
             },
         ))
+    }
+
+    /// The results an answer decided for calls a crash left unanswered (see `settle`); the
+    /// starting agent commits them, once.
+    pub fn take_settled(&mut self) -> Vec<RecordPayload> {
+        std::mem::take(&mut self.settled)
     }
 
     pub fn agent_id(&self) -> &str {
