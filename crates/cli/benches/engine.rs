@@ -4,7 +4,11 @@
 //! (end of one model response → the next request leaving the engine), how it moves from steps
 //! 1–10 to 31–40, peak RSS, the time to resume a 10,000-record journal, and `kimi-rs --version`.
 //!
-//! Run: `cargo bench -p kimi-cli --bench engine [steps] [binary] [resume] [version]` (no names: all).
+//! `steps1000` (only when named) runs 1,000 small steps and prints the per-step overhead by
+//! hundreds of steps.
+//!
+//! Run: `cargo bench -p kimi-cli --bench engine [steps] [binary] [resume] [version] [steps1000]`
+//! (no names: all but steps1000).
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::path::Path;
@@ -68,25 +72,44 @@ impl Provider for TimedProvider {
     }
 }
 
-fn script() -> Vec<ScriptTurn> {
-    let mut turns: Vec<ScriptTurn> = (0..STEPS)
+/// The task's shape: how many Read steps, and lines per file read (64 lines ≈ 4 KB).
+#[derive(Clone, Copy)]
+struct Task {
+    steps: usize,
+    lines: usize,
+}
+
+const TASK: Task = Task {
+    steps: STEPS,
+    lines: 64,
+};
+/// The long run: 1,000 steps of small reads (the context stays within the window, so what
+/// grows is the history, not the compaction work).
+const LONG_TASK: Task = Task {
+    steps: 1_000,
+    lines: 2,
+};
+
+fn script(task: Task) -> Vec<ScriptTurn> {
+    let mut turns: Vec<ScriptTurn> = (0..task.steps)
         .map(|i| {
-            let args = format!(r#"{{"path":"src/file_{i:02}.txt"}}"#);
-            ScriptTurn::tool_calls(&[(&format!("call_{i:02}"), "Read", &args)])
+            let args = format!(r#"{{"path":"src/file_{i:04}.txt"}}"#);
+            ScriptTurn::tool_calls(&[(&format!("call_{i:04}"), "Read", &args)])
         })
         .collect();
-    turns.push(ScriptTurn::text("Read all forty files."));
+    turns.push(ScriptTurn::text("Read all the files."));
     turns
 }
 
-/// 40 files of ~4 KB (Read numbers the lines, so the output is a little larger).
-fn write_project(dir: &Path) {
+/// `task.steps` files of `task.lines` lines (Read numbers the lines, so the output is a little
+/// larger).
+fn write_project(dir: &Path, task: Task) {
     std::fs::create_dir_all(dir.join("src")).unwrap();
-    for i in 0..STEPS {
-        let body: String = (0..64)
-            .map(|line| format!("{i:02}:{line:02} the quick brown fox jumps over the lazy dog\n"))
+    for i in 0..task.steps {
+        let body: String = (0..task.lines)
+            .map(|line| format!("{i:04}:{line:02} the quick brown fox jumps over the lazy dog\n"))
             .collect();
-        std::fs::write(dir.join(format!("src/file_{i:02}.txt")), body).unwrap();
+        std::fs::write(dir.join(format!("src/file_{i:04}.txt")), body).unwrap();
     }
 }
 
@@ -138,12 +161,12 @@ fn vm_hwm_kb() -> Option<u64> {
         .ok()
 }
 
-async fn in_process(rt_note: &str) {
+async fn in_process(rt_note: &str, task: Task) {
     let home = tempfile::tempdir().unwrap();
     let work = tempfile::tempdir().unwrap();
     let cwd = std::fs::canonicalize(work.path()).unwrap();
-    write_project(&cwd);
-    let server = ScriptServer::start(script()).await.unwrap();
+    write_project(&cwd, task);
+    let server = ScriptServer::start(script(task)).await.unwrap();
     let model = server.model(ProviderType::OpenAi, "scripted-model");
     let marks = Arc::new(Mutex::new(Marks::default()));
     let provider: Arc<dyn Provider> = Arc::new(TimedProvider {
@@ -174,7 +197,7 @@ async fn in_process(rt_note: &str) {
     });
     let mut steps = 0;
     loop {
-        let event = tokio::time::timeout(Duration::from_secs(60), opened.agent.events.recv())
+        let event = tokio::time::timeout(Duration::from_secs(600), opened.agent.events.recv())
             .await
             .expect("the turn stalled")
             .expect("the agent stopped");
@@ -203,6 +226,10 @@ async fn in_process(rt_note: &str) {
         .collect();
     let requests = server.requests();
     let last_body = requests.last().map_or(0, |r| r.raw_body.len());
+    if task.steps != STEPS {
+        long_report(task, &gaps, wall, requests.len(), last_body, hwm);
+        return;
+    }
     println!(
         "== in-process: {STEPS}-step scripted task, ~4 KB Read output per step, OpenAI wire format over loopback HTTP ({rt_note})"
     );
@@ -242,13 +269,52 @@ async fn in_process(rt_note: &str) {
     }
 }
 
+/// The long run's figures: per-step overhead by hundreds of steps, to show whether it stays
+/// flat as the history grows.
+fn long_report(
+    task: Task,
+    gaps: &[f64],
+    wall: Duration,
+    requests: usize,
+    last_body: usize,
+    hwm: Option<u64>,
+) {
+    println!(
+        "== in-process: {}-step scripted task, ~{} B Read output per step (per-step cost as the history grows)",
+        task.steps,
+        task.lines * 60
+    );
+    println!(
+        "  wall time                           {:.1} s ({requests} requests)",
+        wall.as_secs_f64()
+    );
+    for (i, chunk) in gaps.chunks(100).enumerate() {
+        println!(
+            "  per-step overhead, steps {:>4}-{:<4}  {}",
+            i * 100 + 1,
+            i * 100 + chunk.len(),
+            stats(chunk)
+        );
+    }
+    println!(
+        "  last request body                   {:.1} KB",
+        last_body as f64 / 1024.0
+    );
+    if let Some(kb) = hwm {
+        println!(
+            "  peak RSS (VmHWM, bench process incl. the in-process server) {:.1} MB",
+            kb as f64 / 1024.0
+        );
+    }
+}
+
 /// The same task through the real binary; wall time and (via /usr/bin/time) its peak RSS.
 async fn binary_run() {
     let home = tempfile::tempdir().unwrap();
     let work = tempfile::tempdir().unwrap();
     let cwd = std::fs::canonicalize(work.path()).unwrap();
-    write_project(&cwd);
-    let server = ScriptServer::start(script()).await.unwrap();
+    write_project(&cwd, TASK);
+    let server = ScriptServer::start(script(TASK)).await.unwrap();
     let model = server.model(ProviderType::OpenAi, "scripted-model");
     let gnu_time = Path::new("/usr/bin/time").exists();
     let mut cmd = if gnu_time {
@@ -498,7 +564,12 @@ fn main() {
     if wanted("steps") {
         rt.block_on(in_process(
             "engine, server and bench share one 2-thread tokio runtime",
+            TASK,
         ));
+    }
+    // Not part of the default run (it takes minutes): `-- steps1000`.
+    if only.iter().any(|o| o == "steps1000") {
+        rt.block_on(in_process("", LONG_TASK));
     }
     if wanted("binary") {
         rt.block_on(binary_run());

@@ -10,6 +10,8 @@ mod harness;
 mod compaction;
 #[path = "engine/cron.rs"]
 mod cron;
+#[path = "engine/durable_answers.rs"]
+mod durable_answers;
 #[path = "engine/durable_steers.rs"]
 mod durable_steers;
 #[path = "engine/errors.rs"]

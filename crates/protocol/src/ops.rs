@@ -394,6 +394,17 @@ pub enum Event {
     PromptQueued { prompt_id: String },
     #[serde(rename = "prompt.steered")]
     PromptSteered { prompt_id: String },
+    /// The answer to `Op::Steer`, sent once the steer is safe: journaled (`joined`: it joins the
+    /// running turn at its next step gate, and survives a crash before then) or, the turn having
+    /// ended meanwhile, taken as the next prompt (`joined` false). A steer the journal refused
+    /// gets no acceptance; the write error is reported instead.
+    #[serde(rename = "prompt.steer_accepted")]
+    SteerAccepted { prompt_id: String, joined: bool },
+    /// The answer to an approval or a question (`Op::Approve`, `Op::Answer`) is journaled:
+    /// a crash from now on does not lose it. A front end that confirms answers to its user
+    /// (the web API) waits for this.
+    #[serde(rename = "answer.recorded")]
+    AnswerRecorded { request_id: String },
     #[serde(rename = "context.undone")]
     ContextUndone { turns: u32 },
     /// The answer to `Op::Rewind` (also when conflicts stopped it: `report.applied` is false).

@@ -5,8 +5,13 @@
 //! before a kill (acknowledged) that the resumed conversation no longer has (lost: goal 0),
 //! requests whose tool calls and results do not pair, and side effects that ran twice.
 //!
+//! In the compaction variant ([`Variant::Compaction`]) the tool outputs are larger and the
+//! model's window small, so automatic compaction runs between steps and kills land mid-
+//! compaction too; a result compacted away is then looked for in the journal, which keeps it.
+//!
 //! Used by `kimi-engine-soak` (`cargo run --release -p kimi-test-support --bin
-//! kimi-engine-soak -- <kimi-rs binary> [trials]`) and by a short CI test in kimi-cli.
+//! kimi-engine-soak -- <kimi-rs binary> [trials]`), by `kimi-soak` and by a short CI test in
+//! kimi-cli.
 
 use std::io::{BufRead, BufReader};
 use std::path::Path;
@@ -29,6 +34,19 @@ const MAX_KILLS: u64 = 3;
 /// Bound on one run of the binary.
 const RUN_LIMIT: Duration = Duration::from_secs(60);
 
+/// What a trial's task looks like.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Variant {
+    /// Small outputs in a large window: kills land mid-stream, mid-tool and mid-append.
+    Plain,
+    /// ~2 KB outputs in a 6,000-token window: compaction runs between steps, and kills land
+    /// mid-compaction as well.
+    Compaction,
+}
+
+/// Marks the summary requests of compaction (its instruction's opening words).
+const COMPACTION_MARKER: &str = "is about to be compacted";
+
 /// Totals over the trials run so far.
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
 pub struct EngineFigures {
@@ -39,6 +57,8 @@ pub struct EngineFigures {
     pub pairing_violations: u64,
     pub duplicated_side_effects: u64,
     pub unfinished: u64,
+    /// Compaction (summary) requests made (compaction variant).
+    pub compactions: u64,
 }
 
 impl std::fmt::Display for EngineFigures {
@@ -46,19 +66,20 @@ impl std::fmt::Display for EngineFigures {
         write!(
             f,
             "trials {}, kills {}, tool results acknowledged {}, lost {}, unpaired requests {}, \
-             side effects run twice {}, unfinished tasks {}",
+             side effects run twice {}, unfinished tasks {}, compactions {}",
             self.trials,
             self.kills,
             self.results_acknowledged,
             self.results_lost,
             self.pairing_violations,
             self.duplicated_side_effects,
-            self.unfinished
+            self.unfinished,
+            self.compactions
         )
     }
 }
 
-fn script(rng: &mut Rng) -> Vec<ScriptTurn> {
+fn script(rng: &mut Rng, variant: Variant) -> Vec<ScriptTurn> {
     let mut turns = Vec::new();
     for step in 0..STEPS {
         let slow = if rng.below(3) == 0 {
@@ -66,8 +87,13 @@ fn script(rng: &mut Rng) -> Vec<ScriptTurn> {
         } else {
             ""
         };
+        // ~2 KB of output per step fills the small window within a few steps.
+        let bulk = match variant {
+            Variant::Plain => "",
+            Variant::Compaction => "seq 100000 100400; ",
+        };
         let args = serde_json::json!({
-            "command": format!("{slow}echo step-{step:02} >> steps.log")
+            "command": format!("{slow}{bulk}echo step-{step:02} >> steps.log")
         })
         .to_string();
         let mut events = vec![
@@ -175,8 +201,42 @@ fn acknowledged(lines: &[Value]) -> Vec<String> {
         .collect()
 }
 
-/// One trial; adds to `figures`, or says what broke the harness itself.
+/// One trial of the plain variant; adds to `figures`, or says what broke the harness itself.
 pub fn run_trial(bin: &Path, seed: u64, figures: &mut EngineFigures) -> Result<(), String> {
+    run_variant(bin, seed, Variant::Plain, figures)
+}
+
+/// `tool.result` ids in the journals under `home`.
+fn journaled_results(home: &Path) -> String {
+    let mut all = String::new();
+    for entry in walk(home) {
+        if entry.file_name().is_some_and(|n| n == "wire.jsonl") {
+            all.push_str(&std::fs::read_to_string(&entry).unwrap_or_default());
+        }
+    }
+    all
+}
+
+fn walk(dir: &Path) -> Vec<std::path::PathBuf> {
+    let mut out = Vec::new();
+    for entry in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+        let path = entry.path();
+        if path.is_dir() {
+            out.extend(walk(&path));
+        } else {
+            out.push(path);
+        }
+    }
+    out
+}
+
+/// One trial of `variant`; adds to `figures`, or says what broke the harness itself.
+pub fn run_variant(
+    bin: &Path,
+    seed: u64,
+    variant: Variant,
+    figures: &mut EngineFigures,
+) -> Result<(), String> {
     let mut rng = Rng::new(seed);
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(1)
@@ -184,12 +244,23 @@ pub fn run_trial(bin: &Path, seed: u64, figures: &mut EngineFigures) -> Result<(
         .build()
         .map_err(|e| format!("runtime: {e}"))?;
     let server = rt
-        .block_on(ScriptServer::start(script(&mut rng)))
+        .block_on(ScriptServer::start(script(&mut rng, variant)))
         .map_err(|e| format!("server: {e}"))?;
+    if variant == Variant::Compaction {
+        // Summaries for every compaction, kills that swallow one included.
+        for n in 0..3 * STEPS {
+            server.push_for(
+                COMPACTION_MARKER,
+                ScriptTurn::text(format!(
+                    "SUMMARY-{n}: I am running the numbered steps one Bash call at a time; the earlier steps are done."
+                )),
+            );
+        }
+    }
     let home = tempfile::tempdir().map_err(|e| format!("temp: {e}"))?;
     let work = tempfile::tempdir().map_err(|e| format!("temp: {e}"))?;
     let model = server.model(ProviderType::OpenAi, "soak-model");
-    let env: Vec<(&str, String)> = vec![
+    let mut env: Vec<(&str, String)> = vec![
         ("KIMI_RS_HOME", home.path().display().to_string()),
         ("HOME", home.path().display().to_string()),
         ("KIMI_MODEL_NAME", "soak-model".to_owned()),
@@ -199,6 +270,9 @@ pub fn run_trial(bin: &Path, seed: u64, figures: &mut EngineFigures) -> Result<(
         ("NO_PROXY", "127.0.0.1,localhost".to_owned()),
         ("no_proxy", "127.0.0.1,localhost".to_owned()),
     ];
+    if variant == Variant::Compaction {
+        env.push(("KIMI_MODEL_MAX_CONTEXT_SIZE", "6000".to_owned()));
+    }
     let kills = 1 + rng.below(MAX_KILLS);
     let mut acked: Vec<String> = Vec::new();
     let mut finished = false;
@@ -233,9 +307,30 @@ pub fn run_trial(bin: &Path, seed: u64, figures: &mut EngineFigures) -> Result<(
         .map(|r| r.raw_body.clone())
         .unwrap_or_default();
     figures.results_acknowledged += acked.len() as u64;
-    figures.results_lost += acked
+    figures.results_lost += match variant {
+        Variant::Plain => acked
+            .iter()
+            .filter(|id| !last.contains(&format!("\"tool_call_id\":\"{id}\"")))
+            .count() as u64,
+        // Compaction folds old results into a summary: the journal is where they are kept.
+        Variant::Compaction => {
+            let journal = journaled_results(home.path());
+            let results: Vec<&str> = journal
+                .lines()
+                .filter(|l| l.contains("\"tool.result\""))
+                .collect();
+            acked
+                .iter()
+                .filter(|id| {
+                    let key = format!("\"toolCallId\":\"{id}\"");
+                    !results.iter().any(|l| l.contains(&key))
+                })
+                .count() as u64
+        }
+    };
+    figures.compactions += requests
         .iter()
-        .filter(|id| !last.contains(&format!("\"tool_call_id\":\"{id}\"")))
+        .filter(|r| r.raw_body.contains(COMPACTION_MARKER))
         .count() as u64;
     figures.pairing_violations += server.pairing_violations().len() as u64;
     let log = std::fs::read_to_string(work.path().join("steps.log")).unwrap_or_default();

@@ -11,6 +11,7 @@ mod pairing;
 mod render;
 pub mod sandbox;
 mod server;
+pub mod web_soak;
 
 pub use pairing::check_tool_pairing;
 pub use render::{Frame, WireFormat, render};

@@ -10,7 +10,7 @@ use kimi_protocol::message::{ContentPart, Message, Role};
 use kimi_protocol::ops::{AgentStatus, ApprovalRequest, Event, Op, TurnEndReason, Usage};
 use kimi_protocol::origin::{KnownOrigin, Origin};
 
-use crate::cells::{Cell, CellKind, NoticeLevel, format_tokens};
+use crate::cells::{Cell, CellKind, NoticeLevel, SteerState, format_tokens};
 use crate::dialogs::{ApprovalDialog, Dialog, Picker, PickerItem, PickerKind, QuestionDialog};
 use crate::editor::Editor;
 use crate::history::History;
@@ -241,6 +241,30 @@ impl App {
         self.scroll = 0;
     }
 
+    /// The engine journaled the oldest steer still shown as sending (steers are answered in
+    /// the order they were sent).
+    fn steer_accepted(&mut self, joined: bool) {
+        let state = if joined {
+            SteerState::Joined
+        } else {
+            SteerState::NextPrompt
+        };
+        let sending = self.cells.iter_mut().find(|c| {
+            matches!(
+                c.kind,
+                CellKind::User {
+                    steer: Some(SteerState::Sending),
+                    ..
+                }
+            )
+        });
+        if let Some(cell) = sending
+            && let CellKind::User { steer, .. } = cell.kind_mut()
+        {
+            *steer = Some(state);
+        }
+    }
+
     pub(crate) fn notice(&mut self, level: NoticeLevel, text: impl Into<String>) {
         self.push(CellKind::Notice {
             level,
@@ -276,7 +300,7 @@ impl App {
                     };
                     let text = m.text();
                     if typed && !text.trim().is_empty() {
-                        self.push(CellKind::User { text, steer: false });
+                        self.push(CellKind::User { text, steer: None });
                     }
                 }
                 Role::Assistant => {
@@ -395,7 +419,7 @@ impl App {
                 self.turn_usage = Usage::default();
                 // A queued prompt becomes the prompt of this turn.
                 if let Some(text) = self.queued.pop_front() {
-                    self.push(CellKind::User { text, steer: false });
+                    self.push(CellKind::User { text, steer: None });
                 }
             }
             Event::TurnEnded { reason, error, .. } => {
@@ -564,7 +588,10 @@ impl App {
                     format!("Compaction cancelled: {reason}"),
                 );
             }
-            Event::PromptQueued { .. } | Event::PromptSteered { .. } => {}
+            Event::PromptQueued { .. }
+            | Event::PromptSteered { .. }
+            | Event::AnswerRecorded { .. } => {}
+            Event::SteerAccepted { joined, .. } => self.steer_accepted(joined),
             Event::ContextUndone { turns } => {
                 let s = if turns == 1 { "" } else { "s" };
                 self.notice(

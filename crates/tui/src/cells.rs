@@ -21,11 +21,24 @@ pub enum NoticeLevel {
     Error,
 }
 
+/// Where a steer typed with Ctrl-S stands. It shows as taken only once the engine accepted it,
+/// which it does after journaling it: a steer shown as taken survives a crash.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SteerState {
+    /// Sent; the engine has not confirmed it yet.
+    Sending,
+    /// Journaled; it joins the running turn at its next step.
+    Joined,
+    /// The turn had ended meanwhile; it runs as the next prompt.
+    NextPrompt,
+}
+
 #[derive(Debug, Clone)]
 pub enum CellKind {
     User {
         text: String,
-        steer: bool,
+        /// `None` for a prompt, the steer's state for a steer.
+        steer: Option<SteerState>,
     },
     Assistant {
         text: String,
@@ -170,8 +183,8 @@ impl Cell {
     /// The text of a prompt the user typed (not a steer).
     pub fn user_prompt(&self) -> Option<&str> {
         match &self.kind {
-            CellKind::User { text, steer: false } => Some(text),
-            CellKind::User { steer: true, .. }
+            CellKind::User { text, steer: None } => Some(text),
+            CellKind::User { steer: Some(_), .. }
             | CellKind::Assistant { .. }
             | CellKind::Thinking { .. }
             | CellKind::Tool(_)
@@ -272,7 +285,7 @@ impl Cell {
         match &self.kind {
             CellKind::User { text, steer } => {
                 let mut out = Vec::new();
-                let marker = if *steer { "↳ " } else { "› " };
+                let marker = if steer.is_some() { "↳ " } else { "› " };
                 for (i, l) in text.lines().enumerate() {
                     let prefix = if i == 0 { marker } else { "  " };
                     let line = Line::from(vec![
@@ -281,11 +294,16 @@ impl Cell {
                     ]);
                     out.extend(wrap_line(&line, w, &[Span::raw("  ")]));
                 }
-                if *steer {
-                    out.push(Line::styled(
-                        "  (steered into the running turn)",
-                        t.text_dim,
-                    ));
+                let note = match steer {
+                    None => None,
+                    Some(SteerState::Sending) => Some("  (steering…)"),
+                    Some(SteerState::Joined) => Some("  (steered into the running turn)"),
+                    Some(SteerState::NextPrompt) => {
+                        Some("  (the turn had ended: sent as the next prompt)")
+                    }
+                };
+                if let Some(note) = note {
+                    out.push(Line::styled(note, t.text_dim));
                 }
                 out
             }

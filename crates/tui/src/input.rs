@@ -276,7 +276,7 @@ impl App {
         } else {
             self.push(crate::cells::CellKind::User {
                 text: text.clone(),
-                steer: false,
+                steer: None,
             });
         }
         self.op(Op::Submit {
@@ -296,7 +296,7 @@ impl App {
             // Idle: steering starts a turn, exactly like submitting.
             self.push(crate::cells::CellKind::User {
                 text: text.clone(),
-                steer: false,
+                steer: None,
             });
             self.op(Op::Steer {
                 input: text_op(text),
@@ -305,7 +305,7 @@ impl App {
         }
         self.push(crate::cells::CellKind::User {
             text: text.clone(),
-            steer: true,
+            steer: Some(crate::cells::SteerState::Sending),
         });
         self.op(Op::Steer {
             input: text_op(text),

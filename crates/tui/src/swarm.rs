@@ -141,7 +141,7 @@ impl App {
                 });
                 self.push(CellKind::User {
                     text: task.clone(),
-                    steer: false,
+                    steer: None,
                 });
                 self.op(Op::Submit {
                     input: vec![kimi_protocol::ContentPart::text(task)],

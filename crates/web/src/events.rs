@@ -190,6 +190,9 @@ pub fn convert(event: &Event) -> Option<(&'static str, Value, bool)> {
         Event::CompactionCancelled { .. } => durable("compaction.cancelled", payload_of(event)),
         Event::PromptQueued { .. } => durable("prompt.queued", payload_of(event)),
         Event::PromptSteered { .. } => durable("prompt.steered", payload_of(event)),
+        Event::SteerAccepted { .. } => durable("prompt.steer_accepted", payload_of(event)),
+        // Confirms a REST answer (see `Live::resolve`); the answer's own frame says the rest.
+        Event::AnswerRecorded { .. } => None,
         Event::ContextUndone { .. } => durable("context.undone", payload_of(event)),
         Event::Rewound { .. } => durable("rewind.done", payload_of(event)),
         Event::Usage { .. } => volatile("usage", payload_of(event)),

@@ -13,7 +13,7 @@ use kimi_protocol::ops::{
     AgentStatus, ApprovalDecision, ApprovalRequest, Event, Op, TurnEndReason,
 };
 use serde_json::{Value, json};
-use tokio::sync::{broadcast, mpsc};
+use tokio::sync::{broadcast, mpsc, oneshot};
 use tokio::task::JoinHandle;
 
 use crate::error::{ApiError, code};
@@ -22,8 +22,10 @@ use crate::questions::PendingQuestion;
 use kimi_core::host::SessionHost;
 use kimi_protocol::host::SessionSummary;
 
-/// Frames a subscriber may lag behind the live channel before it must resync.
-const CHANNEL_CAPACITY: usize = MAX_EVENT_BUFFER;
+/// Frames a subscriber may lag behind the live channel before it is cut off (and resumes from
+/// its cursor). The ring is one per session, its frames shared by every subscriber, so its
+/// room for a fast model's bursts costs memory once, not per client.
+const CHANNEL_CAPACITY: usize = 4 * MAX_EVENT_BUFFER;
 /// Resolved approval ids remembered to answer a second resolution with 40902.
 const RESOLVED_MEMORY: usize = 256;
 
@@ -92,6 +94,36 @@ pub struct State {
     /// Tool calls the main agent started in the current turn: only their approvals end with
     /// it (a background subagent's requests outlive the main agent's turns).
     turn_calls: std::collections::HashSet<String>,
+    /// Answers sent to the engine whose journaling it has not confirmed yet (`AnswerRecorded`).
+    pub(crate) unrecorded: HashMap<String, oneshot::Sender<()>>,
+}
+
+/// How long a REST answer waits for the engine to confirm it journaled the answer.
+const RECORD_WAIT: std::time::Duration = std::time::Duration::from_secs(10);
+
+impl State {
+    /// Register interest in the engine's confirmation for answer `request_id`; call before
+    /// sending the answer's op.
+    pub(crate) fn expect_recorded(&mut self, request_id: &str) -> oneshot::Receiver<()> {
+        let (tx, rx) = oneshot::channel();
+        self.unrecorded.insert(request_id.to_owned(), tx);
+        rx
+    }
+}
+
+/// Wait for the engine to confirm the answer `what` is journaled: a REST client is told its
+/// answer was taken only once a crash can no longer lose it.
+pub(crate) async fn recorded(what: &str, rx: oneshot::Receiver<()>) -> Result<(), ApiError> {
+    match tokio::time::timeout(RECORD_WAIT, rx).await {
+        Ok(Ok(())) => Ok(()),
+        _ => Err(ApiError::new(
+            code::INTERNAL,
+            format!(
+                "{what} reached the session, but it did not confirm saving it within {}s (its journal may be unwritable: see the session's error frames and the log); reload the session before relying on it",
+                RECORD_WAIT.as_secs()
+            ),
+        )),
+    }
 }
 
 /// What a subscriber gets: the frames to replay (or why it must resync) and the live channel,
@@ -179,12 +211,13 @@ impl Live {
         }
     }
 
-    /// Answer a pending approval.
+    /// Answer a pending approval: its resolution time and the engine's confirmation that the
+    /// answer is journaled (see [`recorded`]).
     pub fn resolve(
         &self,
         approval_id: &str,
         decision: ApprovalDecision,
-    ) -> Result<String, ApiError> {
+    ) -> Result<(String, oneshot::Receiver<()>), ApiError> {
         let mut state = self.state();
         let Some(index) = state
             .pending
@@ -215,6 +248,7 @@ impl Live {
             ApprovalDecision::Reject | ApprovalDecision::RejectWithFeedback { .. } => "rejected",
         };
         let resolved_at = events::timestamp();
+        let recorded = state.expect_recorded(approval_id);
         self.handle.send(Op::Approve {
             request_id: approval_id.to_owned(),
             decision,
@@ -226,7 +260,7 @@ impl Live {
             false,
             None,
         );
-        Ok(resolved_at)
+        Ok((resolved_at, recorded))
     }
 
     fn handle_event(&self, event: Event) {
@@ -286,6 +320,12 @@ impl Live {
                 state.thinking_offset += text.chars().count() as u64;
             }
             Event::Usage { context_tokens, .. } => state.context_tokens = *context_tokens,
+            Event::AnswerRecorded { request_id } => {
+                if let Some(tx) = state.unrecorded.remove(request_id) {
+                    let _ = tx.send(());
+                }
+                return;
+            }
             Event::QuestionRequested {
                 request_id,
                 questions,
@@ -443,6 +483,7 @@ impl Registry {
                 pending: Vec::new(),
                 questions: Vec::new(),
                 turn_calls: Default::default(),
+                unrecorded: HashMap::new(),
                 resolved: VecDeque::new(),
                 context_tokens: 0,
                 text_offset: 0,

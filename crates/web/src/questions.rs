@@ -72,7 +72,7 @@ impl Live {
         question_id: &str,
         answers: Option<Map<String, Value>>,
         extra: Map<String, Value>,
-    ) -> Result<String, ApiError> {
+    ) -> Result<(String, tokio::sync::oneshot::Receiver<()>), ApiError> {
         let mut state = self.state();
         let Some(index) = state
             .questions
@@ -110,6 +110,7 @@ impl Live {
             .map_err(|err| ApiError::validation(err.to_string()))?;
         state.questions.remove(index);
         remember(&mut state.resolved, question_id);
+        let recorded = state.expect_recorded(question_id);
         self.handle.send(Op::Answer {
             request_id: question_id.to_owned(),
             answers: payload,
@@ -122,7 +123,7 @@ impl Live {
         body["question_id"] = json!(question_id);
         body["resolved_at"] = json!(resolved_at);
         self.publish_locked(&mut state, kind, body, false, None);
-        Ok(resolved_at)
+        Ok((resolved_at, recorded))
     }
 }
 
@@ -186,6 +187,7 @@ pub async fn answer_question(
         extra.insert("note".to_owned(), Value::String(note));
     }
     let live = app.registry.get(&id).await?;
-    let resolved_at = live.answer_question(question_id, answers, extra)?;
+    let (resolved_at, recorded) = live.answer_question(question_id, answers, extra)?;
+    crate::live::recorded(&format!("the answer to question {question_id}"), recorded).await?;
     Ok(Data(json!({"resolved": true, "resolved_at": resolved_at})))
 }

@@ -577,7 +577,8 @@ pub async fn resolve_approval(
 ) -> ApiResult<Value> {
     let decision = approval_decision(body)?;
     let live = app.registry.get(&id).await?;
-    let resolved_at = live.resolve(&approval_id, decision)?;
+    let (resolved_at, recorded) = live.resolve(&approval_id, decision)?;
+    crate::live::recorded(&format!("approval {approval_id}"), recorded).await?;
     Ok(Data(json!({"resolved": true, "resolved_at": resolved_at})))
 }
 

@@ -1,23 +1,62 @@
 //! The WebSocket `/api/v1/ws`: `server_hello`, client frames `{type, id?, payload}` answered by
 //! `ack`, `subscribe`/`unsubscribe` to sessions (replaying durable events after a cursor, or
 //! `resync_required`), `ping`/`pong` and `abort`; event frames are forwarded per subscription.
+//!
+//! A slow client costs bounded memory and cannot stall anyone else: every session publishes
+//! into a bounded broadcast ring that never waits for readers, each connection has a bounded
+//! queue, and a client that lets its queue stay full (or falls behind the ring) is cut off
+//! clearly — it gets what was queued, a `resync_required` notice naming the last `seq` it was
+//! sent, and a close frame — after which it reconnects and subscribes from that cursor.
 
 use std::collections::HashMap;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
 
-use axum::extract::ws::{Message, WebSocket};
+use axum::extract::ws::{CloseFrame, Message, WebSocket};
 use futures::{SinkExt, StreamExt};
 use kimi_protocol::ops::Op;
 use serde_json::{Value, json};
 use tokio::sync::{broadcast, mpsc};
 use tokio::task::JoinHandle;
+use tokio_util::sync::CancellationToken;
 
 use crate::error::{ApiError, code};
 use crate::events::{Frame, MAX_EVENT_BUFFER, timestamp};
 use crate::server::App;
 
-/// Frames queued for one connection before forwarders wait (and then lag into a resync).
+/// Frames queued for one connection (the per-client memory bound).
 const OUT_QUEUE: usize = 1024;
+/// How long the queue may stay full before the client counts as too slow.
+const QUEUE_PATIENCE: Duration = Duration::from_secs(5);
+/// How long one write may take before the client counts as gone.
+const WRITE_TIMEOUT: Duration = Duration::from_secs(30);
+/// The close code for a client cut off for reading too slowly (RFC 6455: policy violation).
+const TOO_SLOW: u16 = 1008;
+
+/// A connection's cut-off: set once by the first forwarder that finds its client too slow.
+#[derive(Clone, Default)]
+struct Cut {
+    token: CancellationToken,
+    notice: Arc<Mutex<Option<String>>>,
+}
+
+impl Cut {
+    fn cut(&self, notice: String) {
+        let mut slot = self.notice.lock().unwrap_or_else(PoisonError::into_inner);
+        if slot.is_none() {
+            *slot = Some(notice);
+        }
+        drop(slot);
+        self.token.cancel();
+    }
+
+    fn notice(&self) -> Option<String> {
+        self.notice
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
+    }
+}
 
 fn ack(id: &Value, code: u32, msg: &str, payload: Value) -> String {
     json!({"type": "ack", "id": id, "code": code, "msg": msg, "payload": payload}).to_string()
@@ -29,7 +68,7 @@ fn resync(session_id: &str, reason: &str, last_seq: u64, epoch: &str) -> String 
         "session_id": session_id,
         "timestamp": timestamp(),
         "payload": {"reason": reason, "last_seq": last_seq, "epoch": epoch,
-            "hint": "fetch the history over REST, then subscribe again without a cursor"},
+            "hint": "subscribe again with this last_seq and epoch as the cursor; if that is refused too, fetch the history over REST and subscribe without a cursor"},
     })
     .to_string()
 }
@@ -38,50 +77,74 @@ fn encode(frame: &Frame) -> String {
     serde_json::to_string(frame).unwrap_or_default()
 }
 
-/// Send the replay, then live frames, until the session ends or the client lags too far.
+/// One frame into the connection's queue, waiting at most `QUEUE_PATIENCE` for room.
+async fn queue(out: &mpsc::Sender<String>, text: String) -> Result<(), Stop> {
+    match tokio::time::timeout(QUEUE_PATIENCE, out.send(text)).await {
+        Ok(Ok(())) => Ok(()),
+        Ok(Err(_)) => Err(Stop::Closed),
+        Err(_) => Err(Stop::TooSlow(format!(
+            "the client read too slowly: {OUT_QUEUE} frames waited for over {}s",
+            QUEUE_PATIENCE.as_secs()
+        ))),
+    }
+}
+
+enum Stop {
+    Closed,
+    TooSlow(String),
+}
+
+/// Send the replay, then live frames, until the session ends or the client is too slow (its
+/// queue stays full, or it falls behind the session's ring): then the connection is cut.
 async fn forward(
     out: mpsc::Sender<String>,
+    cut: Cut,
     session_id: String,
     replay: Vec<Arc<Frame>>,
     mut live: broadcast::Receiver<Arc<Frame>>,
     mut last_sent: u64,
     epoch: String,
 ) {
-    for frame in replay {
-        last_sent = frame.seq;
-        if out.send(encode(&frame)).await.is_err() {
-            return;
-        }
-    }
-    loop {
-        match live.recv().await {
-            Ok(frame) => {
-                // Frames already replayed are skipped; volatile ones ride along.
-                if !frame.volatile && frame.seq <= last_sent {
-                    continue;
-                }
-                if !frame.volatile {
-                    last_sent = frame.seq;
-                }
-                if out.send(encode(&frame)).await.is_err() {
-                    return;
-                }
+    let stop = 'run: {
+        for frame in replay {
+            if let Err(stop) = queue(&out, encode(&frame)).await {
+                break 'run stop;
             }
-            Err(broadcast::error::RecvError::Lagged(missed)) => {
-                let reason = format!("the connection fell {missed} frames behind");
-                let _ = out
-                    .send(resync(&session_id, &reason, last_sent, &epoch))
-                    .await;
-                return;
-            }
-            Err(broadcast::error::RecvError::Closed) => return,
+            last_sent = frame.seq;
         }
+        loop {
+            match live.recv().await {
+                Ok(frame) => {
+                    // Frames already replayed are skipped; volatile ones ride along.
+                    if !frame.volatile && frame.seq <= last_sent {
+                        continue;
+                    }
+                    if let Err(stop) = queue(&out, encode(&frame)).await {
+                        break 'run stop;
+                    }
+                    if !frame.volatile {
+                        last_sent = frame.seq;
+                    }
+                }
+                Err(broadcast::error::RecvError::Lagged(missed)) => {
+                    break 'run Stop::TooSlow(format!(
+                        "the connection fell {missed} frames behind"
+                    ));
+                }
+                Err(broadcast::error::RecvError::Closed) => break 'run Stop::Closed,
+            }
+        }
+    };
+    if let Stop::TooSlow(reason) = stop {
+        tracing::warn!(session_id, last_sent, "WebSocket client cut off: {reason}");
+        cut.cut(resync(&session_id, &reason, last_sent, &epoch));
     }
 }
 
 struct Connection {
     app: Arc<App>,
     out: mpsc::Sender<String>,
+    cut: Cut,
     subscriptions: HashMap<String, JoinHandle<()>>,
 }
 
@@ -152,6 +215,7 @@ impl Connection {
             }
             let task = tokio::spawn(forward(
                 self.out.clone(),
+                self.cut.clone(),
                 session_id.clone(),
                 replay,
                 live,
@@ -223,18 +287,61 @@ impl Connection {
     }
 }
 
-/// Serve one upgraded connection until the client closes it.
-pub async fn serve(app: Arc<App>, socket: WebSocket) {
-    let (mut sink, mut stream) = socket.split();
-    let (out, mut queue) = mpsc::channel::<String>(OUT_QUEUE);
-    let writer = tokio::spawn(async move {
-        while let Some(text) = queue.recv().await {
-            if sink.send(Message::Text(text.into())).await.is_err() {
-                break;
+type Sink = futures::stream::SplitSink<WebSocket, Message>;
+
+/// One write, `false` when it failed or took longer than `WRITE_TIMEOUT`.
+async fn send_within(sink: &mut Sink, message: Message) -> bool {
+    matches!(
+        tokio::time::timeout(WRITE_TIMEOUT, sink.send(message)).await,
+        Ok(Ok(()))
+    )
+}
+
+/// Write queued frames until the queue closes or the connection is cut; a cut client gets
+/// what was queued before the cut, the notice and a close frame. A write that takes longer
+/// than `WRITE_TIMEOUT` ends the connection (the client is not reading).
+async fn write(mut sink: Sink, mut queue: mpsc::Receiver<String>, cut: Cut) {
+    loop {
+        tokio::select! {
+            biased;
+            () = cut.token.cancelled() => {
+                let mut healthy = true;
+                while let Ok(text) = queue.try_recv() {
+                    healthy = send_within(&mut sink, Message::Text(text.into())).await;
+                    if !healthy {
+                        break;
+                    }
+                }
+                if healthy && let Some(notice) = cut.notice() {
+                    healthy = send_within(&mut sink, Message::Text(notice.into())).await;
+                }
+                if healthy {
+                    let frame = CloseFrame {
+                        code: TOO_SLOW,
+                        reason: "too slow: subscribe again from the last seq sent".into(),
+                    };
+                    let _ = send_within(&mut sink, Message::Close(Some(frame))).await;
+                }
+                return;
+            }
+            text = queue.recv() => {
+                let Some(text) = text else { break };
+                if !send_within(&mut sink, Message::Text(text.into())).await {
+                    tracing::warn!("WebSocket client stopped reading for {WRITE_TIMEOUT:?}; connection closed");
+                    return;
+                }
             }
         }
-        let _ = sink.close().await;
-    });
+    }
+    let _ = tokio::time::timeout(WRITE_TIMEOUT, sink.close()).await;
+}
+
+/// Serve one upgraded connection until the client closes it or is cut off.
+pub async fn serve(app: Arc<App>, socket: WebSocket) {
+    let (sink, mut stream) = socket.split();
+    let (out, queue) = mpsc::channel::<String>(OUT_QUEUE);
+    let cut = Cut::default();
+    let mut writer = tokio::spawn(write(sink, queue, cut.clone()));
     let hello = json!({
         "type": "server_hello",
         "timestamp": timestamp(),
@@ -248,14 +355,24 @@ pub async fn serve(app: Arc<App>, socket: WebSocket) {
     let mut connection = Connection {
         app,
         out,
+        cut,
         subscriptions: HashMap::new(),
     };
     connection.send(hello.to_string()).await;
-    while let Some(Ok(message)) = stream.next().await {
-        match message {
-            Message::Text(text) => connection.handle(text.as_str()).await,
-            Message::Close(_) => break,
-            _ => {}
+    loop {
+        tokio::select! {
+            message = stream.next() => match message {
+                Some(Ok(Message::Text(text))) => connection.handle(text.as_str()).await,
+                Some(Ok(Message::Close(_)) | Err(_)) | None => break,
+                Some(Ok(_)) => {}
+            },
+            // The writer ended (cut off, or the client stopped reading): so does the connection.
+            _ = &mut writer => {
+                for (_, task) in connection.subscriptions.drain() {
+                    task.abort();
+                }
+                return;
+            }
         }
     }
     for (_, task) in connection.subscriptions.drain() {

@@ -219,6 +219,8 @@ impl<O: Write, E: Write> TurnWriter for TextWriter<O, E> {
             | Event::CompactionCancelled { .. }
             | Event::PromptQueued { .. }
             | Event::PromptSteered { .. }
+            | Event::SteerAccepted { .. }
+            | Event::AnswerRecorded { .. }
             | Event::ContextUndone { .. }
             | Event::Rewound { .. }
             | Event::Usage { .. }
@@ -440,6 +442,8 @@ impl<O: Write> TurnWriter for JsonWriter<O> {
             | Event::CompactionCancelled { .. }
             | Event::PromptQueued { .. }
             | Event::PromptSteered { .. }
+            | Event::SteerAccepted { .. }
+            | Event::AnswerRecorded { .. }
             | Event::ContextUndone { .. }
             | Event::Rewound { .. }
             | Event::Usage { .. }

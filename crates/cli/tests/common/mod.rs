@@ -5,6 +5,8 @@
 // Each test file uses its own subset.
 #![allow(dead_code)]
 
+pub mod web_client;
+
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};

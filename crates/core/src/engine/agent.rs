@@ -70,6 +70,9 @@ pub fn spawn_linked(
     let span =
         tracing::info_span!("agent", session_id = %config.session_id, agent = log.agent_id());
     let rt = Runtime::new(config, log, link);
+    // Answers journaled before a crash reach their calls now, before anything else runs.
+    let settled = rt.log().take_settled();
+    rt.commit(settled);
     {
         let mut shared = rt.shared();
         for q in queued {
@@ -115,12 +118,18 @@ fn is_running(rt: &Runtime) -> bool {
 async fn dispatch(rt: Arc<Runtime>, mut ops: mpsc::UnboundedReceiver<Op>) {
     while let Some(op) = ops.recv().await {
         match op {
-            Op::Submit { input, origin } => submit(&rt, input, origin.unwrap_or_else(Origin::user)),
+            Op::Submit { input, origin } => {
+                submit(&rt, input, origin.unwrap_or_else(Origin::user));
+            }
             Op::Steer { input } => {
                 if is_running(&rt) {
                     steer(&rt, input);
                 } else {
-                    submit(&rt, input, Origin::user());
+                    let prompt_id = submit(&rt, input, Origin::user());
+                    rt.emit(Event::SteerAccepted {
+                        prompt_id,
+                        joined: false,
+                    });
                 }
             }
             Op::Cancel { queued } => cancel(&rt, queued),
@@ -224,7 +233,8 @@ async fn dispatch(rt: Arc<Runtime>, mut ops: mpsc::UnboundedReceiver<Op>) {
     rt.wake.notify_one();
 }
 
-fn submit(rt: &Runtime, input: Vec<ContentPart>, origin: Origin) {
+/// Queue a prompt (journaled first when it has to wait); returns its prompt id.
+fn submit(rt: &Runtime, input: Vec<ContentPart>, origin: Origin) -> String {
     if origin.is_user()
         && let Some(goals) = &rt.config.goal
     {
@@ -250,30 +260,40 @@ fn submit(rt: &Runtime, input: Vec<ContentPart>, origin: Origin) {
     }
     let mut shared = rt.shared();
     shared.jobs.push_back(Job::Prompt(Pending {
-        prompt_id,
+        prompt_id: prompt_id.clone(),
         input,
         origin,
     }));
     shared.machine.queued = shared.jobs.len();
     drop(shared);
     rt.wake.notify_one();
+    prompt_id
 }
 
 /// A steer into the running turn: durable on receipt (`prompt.steer`), so a crash before the
-/// next gate does not lose it — resume delivers it. The gate's `turn.steer` consumes it. A
-/// steer the journal refused still joins the turn (the write error stops the turn and is
-/// reported), so it is not lost while this process lives.
+/// next gate does not lose it — resume delivers it. The gate's `turn.steer` consumes it. Only
+/// a journaled steer is acknowledged (`SteerAccepted`), so a front end never shows as taken
+/// what a crash would lose. A steer the journal refused still joins the turn (the write error
+/// stops the turn and is reported), so it is not lost while this process lives.
 fn steer(rt: &Runtime, input: Vec<ContentPart>) {
     let prompt_id = rec::new_id("msg_");
-    rt.commit(vec![rec::prompt_steer(&prompt_id, &input)]);
-    let mut shared = rt.shared();
-    shared.steers.push(Pending {
-        prompt_id,
-        input,
-        origin: Origin::user(),
-    });
-    shared.steer_signal.cancel();
-    shared.steer_signal = CancellationToken::new();
+    let journaled = rt.commit(vec![rec::prompt_steer(&prompt_id, &input)]);
+    {
+        let mut shared = rt.shared();
+        shared.steers.push(Pending {
+            prompt_id: prompt_id.clone(),
+            input,
+            origin: Origin::user(),
+        });
+        shared.steer_signal.cancel();
+        shared.steer_signal = CancellationToken::new();
+    }
+    if journaled {
+        rt.emit(Event::SteerAccepted {
+            prompt_id,
+            joined: true,
+        });
+    }
 }
 
 fn cancel(rt: &Runtime, queued: bool) {
@@ -302,7 +322,7 @@ fn cancel(rt: &Runtime, queued: bool) {
 }
 
 fn approve(rt: &Runtime, request_id: &str, decision: ApprovalDecision) {
-    let Some(tx) = rt.link().take_approval(request_id) else {
+    let Some(waiter) = rt.link().take_approval(request_id) else {
         rt.emit(Event::Warning {
             message: format!(
                 "approval {request_id} is not pending (already answered or cancelled)"
@@ -317,12 +337,44 @@ fn approve(rt: &Runtime, request_id: &str, decision: ApprovalDecision) {
         ApprovalDecision::RejectWithFeedback { feedback } => UserAnswer::Reject(Some(feedback)),
         ApprovalDecision::ApproveOption { label } => UserAnswer::ApproveOption(label),
     };
-    let _ = tx.send(answer);
+    // Durable before anything acts on it: a crash after this line does not lose the answer
+    // (resume gives the call the result it decided). A failed write stops the turn.
+    if let Some((call_id, tool_name)) = &waiter.call {
+        let (approved, feedback) = match &answer {
+            UserAnswer::Approve | UserAnswer::ApproveForSession | UserAnswer::ApproveOption(_) => {
+                (true, None)
+            }
+            UserAnswer::Reject(feedback) => (false, feedback.as_deref()),
+        };
+        if !rt.commit(vec![rec::approval_resolved(
+            request_id, call_id, tool_name, approved, feedback,
+        )]) {
+            // Not recorded: the write error stops the turn and is reported; no confirmation.
+            let _ = waiter.tx.send(answer);
+            return;
+        }
+    }
+    let _ = waiter.tx.send(answer);
+    rt.emit(Event::AnswerRecorded {
+        request_id: request_id.to_owned(),
+    });
 }
 
 fn answer(rt: &Runtime, request_id: &str, answers: &kimi_protocol::question::Answers) {
     let result = match QuestionBroker::of(&rt.config.tool_ctx) {
-        Some(questions) => questions.answer(request_id, answers),
+        // Journaled before the tool sees it, as the result it becomes.
+        Some(questions) => {
+            let mut recorded = false;
+            let result = questions.answer(request_id, answers, |resolution| {
+                recorded = rt.commit(vec![rec::question_resolved(request_id, &resolution)]);
+            });
+            if recorded {
+                rt.emit(Event::AnswerRecorded {
+                    request_id: request_id.to_owned(),
+                });
+            }
+            result
+        }
         None => Err(AnswerRejected::NotPending(request_id.to_owned())),
     };
     if let Err(err) = result {

@@ -294,7 +294,7 @@ async fn logged(
     (i, result)
 }
 
-fn rejection_text(name: &str, feedback: Option<&str>) -> String {
+pub(crate) fn rejection_text(name: &str, feedback: Option<&str>) -> String {
     match feedback.map(str::trim).filter(|f| !f.is_empty()) {
         Some(feedback) => format!(
             "The user rejected the \"{name}\" call and said: {feedback}\nFollow the user's feedback; do not retry the same call unchanged."

@@ -85,6 +85,9 @@ pub struct AgentLog {
     plan: Option<PlanSnapshot>,
     /// The last `todo.set` list on the active branch.
     todos: Vec<TodoItem>,
+    /// Results for unanswered calls whose answer the journal has (`settle`), committed when
+    /// the agent starts.
+    settled: Vec<RecordPayload>,
 }
 
 impl std::fmt::Debug for AgentLog {
@@ -155,8 +158,14 @@ impl AgentLog {
             })
             .collect();
         let model = fold_model_sets(input.all.iter().map(|r| &r.record.payload));
+        let answered =
+            super::settle::Answered::collect(input.all.iter().map(|r| &r.record.payload));
         let mut history = History::new(HistoryConfig::default());
         let report = history.replay(input.into_undoable(), agent_id);
+        let settled = answered.results(
+            history.messages(),
+            history.fold_state().pending_tool_calls(),
+        );
         Ok((
             AgentLog {
                 agent_id: agent_id.to_owned(),
@@ -165,6 +174,7 @@ impl AgentLog {
                 clock,
                 plan: plan.clone(),
                 todos: todos.clone(),
+                settled,
             },
             Restored {
                 report,
@@ -182,6 +192,12 @@ impl AgentLog {
                 model,
             },
         ))
+    }
+
+    /// The results an answer decided for calls a crash left unanswered (see `settle`); the
+    /// starting agent commits them, once.
+    pub fn take_settled(&mut self) -> Vec<RecordPayload> {
+        std::mem::take(&mut self.settled)
     }
 
     pub fn agent_id(&self) -> &str {

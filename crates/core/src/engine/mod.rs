@@ -15,6 +15,7 @@ pub mod records;
 pub mod repeat;
 pub mod rewind;
 pub mod runtime;
+mod settle;
 pub mod state;
 mod stream;
 pub mod turn;

@@ -13,7 +13,7 @@ use kimi_protocol::ops::Event;
 use kimi_protocol::question::{Answers, QuestionSet};
 use kimi_tools::ToolContext;
 use kimi_tools::builtin::ask::{
-    AnswerError, Question, QuestionHost, QuestionOutcome, parse_answers,
+    AnswerError, Question, QuestionHost, QuestionOutcome, outcome_text, parse_answers,
 };
 use tokio::sync::{mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
@@ -30,6 +30,15 @@ pub enum AnswerRejected {
         request_id: String,
         error: AnswerError,
     },
+}
+
+/// An accepted answer as the AskUserQuestion result it becomes, with the questions it answers
+/// (what a resumed session matches the unanswered call by).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Resolution {
+    pub questions: Vec<String>,
+    pub text: String,
+    pub is_error: bool,
 }
 
 struct Waiting {
@@ -75,7 +84,15 @@ impl QuestionBroker {
     /// Deliver the user's answer (matched to the questions by
     /// `kimi_tools::builtin::ask::parse_answers`). An answer that fits no question leaves the
     /// question waiting.
-    pub fn answer(&self, request_id: &str, answers: &Answers) -> Result<(), AnswerRejected> {
+    /// `before_delivery` gets the answer as the tool result it becomes, before the asking tool
+    /// sees it: the dispatcher journals it there, so an answer is durable before anything acts
+    /// on it (and a session resumed after a crash in between still delivers it).
+    pub fn answer(
+        &self,
+        request_id: &str,
+        answers: &Answers,
+        before_delivery: impl FnOnce(Resolution),
+    ) -> Result<(), AnswerRejected> {
         let mut pending = self.pending_map();
         let Some(waiting) = pending.get(request_id) else {
             return Err(AnswerRejected::NotPending(request_id.to_owned()));
@@ -86,6 +103,16 @@ impl QuestionBroker {
                 error,
             }
         })?;
+        let (text, is_error) = outcome_text(&outcome);
+        before_delivery(Resolution {
+            questions: waiting
+                .questions
+                .iter()
+                .map(|q| q.question.clone())
+                .collect(),
+            text,
+            is_error,
+        });
         if let Some(waiting) = pending.remove(request_id) {
             // The asker may have been cancelled a moment ago; then nobody needs the answer.
             let _ = waiting.reply.send(outcome);

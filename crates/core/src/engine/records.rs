@@ -170,3 +170,46 @@ pub fn profile_bind(
         system_prompt: Some(system_prompt.to_owned()),
     })
 }
+
+/// `interaction.resolved` for the user's answer to the approval of the agent's own call,
+/// journaled before the answer reaches the waiting call (see `log::settled_results`).
+pub fn approval_resolved(
+    request_id: &str,
+    tool_call_id: &str,
+    tool_name: &str,
+    approved: bool,
+    feedback: Option<&str>,
+) -> RecordPayload {
+    let mut response = serde_json::json!({
+        "kind": "approval",
+        "toolCallId": tool_call_id,
+        "toolName": tool_name,
+        "decision": if approved { "approved" } else { "rejected" },
+    });
+    if let (Some(feedback), Some(obj)) = (feedback, response.as_object_mut()) {
+        obj.insert("feedback".into(), Value::from(feedback));
+    }
+    RecordPayload::InteractionResolved(kimi_protocol::record::InteractionResolved {
+        agent_id: None,
+        id: request_id.to_owned(),
+        response,
+    })
+}
+
+/// `interaction.resolved` for the user's answer to AskUserQuestion, as the tool result it
+/// becomes, journaled before the asking tool sees it.
+pub fn question_resolved(
+    request_id: &str,
+    resolution: &super::questions::Resolution,
+) -> RecordPayload {
+    RecordPayload::InteractionResolved(kimi_protocol::record::InteractionResolved {
+        agent_id: None,
+        id: request_id.to_owned(),
+        response: serde_json::json!({
+            "kind": "question",
+            "questions": resolution.questions,
+            "result": resolution.text,
+            "isError": resolution.is_error,
+        }),
+    })
+}

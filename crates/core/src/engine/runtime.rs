@@ -153,7 +153,16 @@ pub struct Shared {
 /// agents' approvals through it) — there is no later step to forget.
 pub struct FrontLink {
     events: mpsc::UnboundedSender<Event>,
-    approvals: Mutex<HashMap<String, oneshot::Sender<UserAnswer>>>,
+    approvals: Mutex<HashMap<String, ApprovalWaiter>>,
+}
+
+/// Who waits for an approval: the asker's channel and, for the agent's own calls, the call
+/// (journaled with the answer, so resume knows what the user decided about it).
+pub struct ApprovalWaiter {
+    pub tx: oneshot::Sender<UserAnswer>,
+    /// `(tool_call_id, tool_name)`; `None` for approvals relayed from a subagent, whose own
+    /// journal records its calls.
+    pub call: Option<(String, String)>,
 }
 
 impl FrontLink {
@@ -177,21 +186,27 @@ impl FrontLink {
         self.events.clone()
     }
 
-    fn approvals(&self) -> MutexGuard<'_, HashMap<String, oneshot::Sender<UserAnswer>>> {
+    fn approvals(&self) -> MutexGuard<'_, HashMap<String, ApprovalWaiter>> {
         self.approvals
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
-    /// Wait for the answer to approval `request_id` (delivered by `Op::Approve`).
-    pub fn await_approval(&self, request_id: &str) -> oneshot::Receiver<UserAnswer> {
+    /// Wait for the answer to approval `request_id` (delivered by `Op::Approve`). `call` is
+    /// `(tool_call_id, tool_name)` of the agent's own call, `None` for a relayed one.
+    pub fn await_approval(
+        &self,
+        request_id: &str,
+        call: Option<(String, String)>,
+    ) -> oneshot::Receiver<UserAnswer> {
         let (tx, rx) = oneshot::channel();
-        self.approvals().insert(request_id.to_owned(), tx);
+        self.approvals()
+            .insert(request_id.to_owned(), ApprovalWaiter { tx, call });
         rx
     }
 
     /// The waiter of approval `request_id`, if it is still pending.
-    pub fn take_approval(&self, request_id: &str) -> Option<oneshot::Sender<UserAnswer>> {
+    pub fn take_approval(&self, request_id: &str) -> Option<ApprovalWaiter> {
         self.approvals().remove(request_id)
     }
 

@@ -115,7 +115,10 @@ impl BatchHost for TurnHost<'_> {
         danger: Option<&str>,
     ) -> Option<UserAnswer> {
         let request_id = rec::new_id("apr_");
-        let rx = self.rt.link().await_approval(&request_id);
+        let rx = self
+            .rt
+            .link()
+            .await_approval(&request_id, Some((call.id.clone(), call.name.clone())));
         set_phase(
             self.rt,
             TurnPhase::AwaitingApproval {

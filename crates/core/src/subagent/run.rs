@@ -180,7 +180,7 @@ impl Follower<'_> {
     fn forward_approval(&mut self, request: ApprovalRequest) {
         let request_id = request.request_id.clone();
         let parent = &self.host.parent;
-        let rx = parent.await_approval(&request_id);
+        let rx = parent.await_approval(&request_id, None);
         parent.emit(Event::ApprovalRequested(request));
         self.forwarded.push(request_id.clone());
         let child = self.handle.clone();

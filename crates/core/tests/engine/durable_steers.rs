@@ -9,24 +9,9 @@ use kimi_protocol::ContentPart;
 use kimi_protocol::ops::{Event, Op, TurnEndReason};
 use pretty_assertions::assert_eq;
 
-use crate::harness::{Dirs, Options, Session, WAIT, mkfifo, release_fifo, user_texts};
+use crate::harness::{Dirs, Options, Session, WAIT, copy_tree, mkfifo, release_fifo, user_texts};
 
 const STEER: &str = "STEER: also check the README";
-
-/// Copy `from` into `to` recursively (regular files and directories; fifos are skipped).
-fn copy_tree(from: &std::path::Path, to: &std::path::Path) {
-    std::fs::create_dir_all(to).unwrap();
-    for entry in std::fs::read_dir(from).unwrap() {
-        let entry = entry.unwrap();
-        let kind = entry.file_type().unwrap();
-        let target = to.join(entry.file_name());
-        if kind.is_dir() {
-            copy_tree(&entry.path(), &target);
-        } else if kind.is_file() {
-            std::fs::copy(entry.path(), &target).unwrap();
-        }
-    }
-}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_steer_accepted_while_a_tool_runs_survives_a_crash_and_reaches_the_model_once() {

@@ -373,3 +373,18 @@ pub async fn release_fifo(fifo: PathBuf, text: &'static str) {
     .expect("nobody opened the fifo for reading")
     .expect("fifo writer panicked");
 }
+
+/// Copy `from` into `to` recursively (regular files and directories; fifos are skipped).
+pub fn copy_tree(from: &std::path::Path, to: &std::path::Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for entry in std::fs::read_dir(from).unwrap() {
+        let entry = entry.unwrap();
+        let kind = entry.file_type().unwrap();
+        let target = to.join(entry.file_name());
+        if kind.is_dir() {
+            copy_tree(&entry.path(), &target);
+        } else if kind.is_file() {
+            std::fs::copy(entry.path(), &target).unwrap();
+        }
+    }
+}

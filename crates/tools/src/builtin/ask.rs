@@ -262,6 +262,39 @@ impl Tool for AskUserQuestionTool {
     }
 }
 
+/// The tool result an outcome becomes: its text and whether it is an error. The engine also
+/// journals it when the user answers, so a session resumed after a crash before the tool
+/// returned still gives the model the answer.
+pub fn outcome_text(outcome: &QuestionOutcome) -> (String, bool) {
+    match outcome {
+        QuestionOutcome::Unavailable => (
+            "This client cannot ask the user questions: no front end is attached to show them. Do not call AskUserQuestion again; continue with your best judgement and state the assumptions you made.".to_owned(),
+            true,
+        ),
+        QuestionOutcome::Interrupted => (
+            "The user interrupted the session while the questions were waiting, so they were not answered. This was a deliberate user action, not an error. Do not ask again automatically; wait for the user's next instruction.".to_owned(),
+            true,
+        ),
+        QuestionOutcome::Dismissed => (
+            "The user dismissed the questions without answering. Do not ask again right away; continue with your best judgement or ask in plain text.".to_owned(),
+            false,
+        ),
+        QuestionOutcome::Answered(answers) => {
+            let lines: Vec<String> = answers
+                .iter()
+                .map(|a| {
+                    let mut picked = a.selected.clone();
+                    if let Some(other) = &a.other {
+                        picked.push(format!("Other: {other}"));
+                    }
+                    format!("Q: {}\nA: {}", a.question, picked.join("; "))
+                })
+                .collect();
+            (format!("The user answered:\n{}", lines.join("\n")), false)
+        }
+    }
+}
+
 struct AskExecution {
     plan: ToolPlan,
     questions: Vec<Question>,
@@ -284,29 +317,11 @@ impl Execution for AskExecution {
                 "This client cannot ask the user questions. (Subagents cannot either: the user does not see them.) Do not call AskUserQuestion again; continue with your best judgement and state the assumptions you made.",
             );
         };
-        match host.ask(self.questions, cancel).await {
-            QuestionOutcome::Unavailable => ToolResult::error(
-                "This client cannot ask the user questions: no front end is attached to show them. Do not call AskUserQuestion again; continue with your best judgement and state the assumptions you made.",
-            ),
-            QuestionOutcome::Interrupted => ToolResult::error(
-                "The user interrupted the session while the questions were waiting, so they were not answered. This was a deliberate user action, not an error. Do not ask again automatically; wait for the user's next instruction.",
-            ),
-            QuestionOutcome::Dismissed => ToolResult::ok(
-                "The user dismissed the questions without answering. Do not ask again right away; continue with your best judgement or ask in plain text.",
-            ),
-            QuestionOutcome::Answered(answers) => {
-                let lines: Vec<String> = answers
-                    .iter()
-                    .map(|a| {
-                        let mut picked = a.selected.clone();
-                        if let Some(other) = &a.other {
-                            picked.push(format!("Other: {other}"));
-                        }
-                        format!("Q: {}\nA: {}", a.question, picked.join("; "))
-                    })
-                    .collect();
-                ToolResult::ok(format!("The user answered:\n{}", lines.join("\n")))
-            }
+        let (text, is_error) = outcome_text(&host.ask(self.questions, cancel).await);
+        if is_error {
+            ToolResult::error(text)
+        } else {
+            ToolResult::ok(text)
         }
     }
 }

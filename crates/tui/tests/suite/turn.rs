@@ -223,6 +223,14 @@ fn ctrl_s_steers_the_running_turn() {
             input: text("use the new API")
         })]
     );
+    // Shown as taken only once the engine says it is journaled.
+    let screen = h.screen(60, 10);
+    assert!(screen.contains("(steering…)"), "{screen}");
+    assert!(!screen.contains("steered into"), "{screen}");
+    h.event(Event::SteerAccepted {
+        prompt_id: "msg_1".to_owned(),
+        joined: true,
+    });
     assert_snapshot!("steer", h.screen(60, 10));
 }
 
