@@ -279,6 +279,8 @@ pub fn print_mode(args: &RunArgs, prompt: &str) -> anyhow::Result<u8> {
         .context("cannot start the async runtime")?;
     let format = args.output_format.unwrap_or(OutputFormat::Text);
     runtime.block_on(async move {
+        // In the background: the first prompt does not wait for the model list.
+        let model_refresh = crate::model_refresh::spawn(&home, &config);
         let extensions = Extensions::load(&home, &cwd, &args.skills_dir, &config).await;
         for warning in &extensions.warnings {
             eprintln!("kimi-rs: {warning}");
@@ -344,6 +346,7 @@ pub fn print_mode(args: &RunArgs, prompt: &str) -> anyhow::Result<u8> {
                 reporter.finish().await;
             }
             extensions.shutdown().await;
+            crate::model_refresh::finish_on_stderr(model_refresh).await;
             return Ok(code);
         }
         let (reason, error) = match format {
@@ -369,6 +372,7 @@ pub fn print_mode(args: &RunArgs, prompt: &str) -> anyhow::Result<u8> {
             reporter.finish().await;
         }
         extensions.shutdown().await;
+        crate::model_refresh::finish_on_stderr(model_refresh).await;
         Ok(match reason {
             TurnEndReason::Completed => 0,
             TurnEndReason::Cancelled => EXIT_CANCELLED,

@@ -15,5 +15,6 @@ pub mod rewind;
 pub mod runtime;
 pub mod state;
 mod stream;
+pub mod title;
 pub mod turn;
 mod turn_host;
