@@ -310,18 +310,33 @@ impl Started {
 
 /// Open a session through the host and start its event pump; a loaded session's stored
 /// conversation is replayed to the editor first.
+/// A session that could not be set up because the model needs the Kimi login and there is
+/// none is ACP's "auth required" (-32000), so the editor offers its login; anything else is
+/// an internal error.
+fn open_error(err: &kimi_core::host::HostError, login: &LoginCheck) -> AcpError {
+    let message = err.to_string();
+    let wants_login = matches!(err, kimi_core::host::HostError::Setup(_))
+        && message.contains("kimi-rs login")
+        && login().is_err();
+    if wants_login {
+        AcpError::auth_required().data(serde_json::Value::from(message))
+    } else {
+        AcpError::internal_error().data(serde_json::Value::from(message))
+    }
+}
+
 fn open(
     host: &SessionHost,
     cx: &ConnectionTo<Client>,
     sessions: &Sessions,
-    cwd: &Path,
-    resume: Resume,
+    (cwd, resume): (&Path, Resume),
     servers: serde_json::Value,
+    login: &LoginCheck,
 ) -> Result<Started, AcpError> {
     let loading = matches!(resume, Resume::Id(_));
     let opened = host
         .open(cwd, resume, Some(&servers))
-        .map_err(|err| AcpError::internal_error().data(serde_json::Value::from(err.to_string())))?;
+        .map_err(|err| open_error(&err, login))?;
     let mode = mode_of(&opened.agent.handle);
     let id = opened.session.state.id.clone();
     if loading {
@@ -384,6 +399,7 @@ pub async fn serve(
     login: LoginCheck,
 ) -> Result<(), AcpError> {
     let sessions: Sessions = Arc::default();
+    let (new_login, load_login) = (login.clone(), login.clone());
     let new_host = host.clone();
     let prompt_host = host.clone();
     let load_host = host.clone();
@@ -457,7 +473,14 @@ pub async fn serve(
             async move |request: NewSessionRequest, responder, cx| {
                 let cwd: PathBuf = request.cwd;
                 let servers = convert::mcp_servers_json(&request.mcp_servers);
-                match open(&new_host, &cx, &s_new, &cwd, Resume::New, servers) {
+                match open(
+                    &new_host,
+                    &cx,
+                    &s_new,
+                    (&cwd, Resume::New),
+                    servers,
+                    &new_login,
+                ) {
                     Ok(opened) => {
                         responder.respond(
                             NewSessionResponse::new(opened.id.clone())
@@ -486,9 +509,9 @@ pub async fn serve(
                     &load_host,
                     &cx,
                     &s_load,
-                    &request.cwd,
-                    Resume::Id(id),
+                    (&request.cwd, Resume::Id(id)),
                     servers,
+                    &load_login,
                 ) {
                     Ok(opened) => {
                         responder.respond(

@@ -12,6 +12,7 @@ pub mod device;
 pub mod endpoints;
 pub mod error;
 pub mod managed;
+pub mod platform;
 pub mod provider;
 pub mod refresh;
 pub mod services;

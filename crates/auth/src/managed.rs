@@ -189,13 +189,69 @@ pub fn apply(
         provider.insert("oauth", value(oauth_ref(endpoints, key)));
         providers.insert(PROVIDER_NAME, Item::Table(provider));
     }
-    let aliases: Vec<String> = models.iter().map(ManagedModel::alias).collect();
+    let aliases = write_models(root, PROVIDER_NAME, ALIAS_PREFIX, models)?;
+    let current = root
+        .get("default_model")
+        .and_then(Item::as_str)
+        .map(str::to_owned);
+    // A refresh keeps the user's choice unless it names a managed model the server dropped.
+    let default_model = match current {
+        Some(current)
+            if keep_default
+                && (aliases.contains(&current) || !current.starts_with(ALIAS_PREFIX)) =>
+        {
+            current
+        }
+        _ => first.alias(),
+    };
+    match root.get_mut("default_model") {
+        // Assigning the item keeps the key's comments (a comment above `default_model`).
+        Some(item) => *item = value(default_model.as_str()),
+        None => {
+            root.insert("default_model", value(default_model.as_str()));
+        }
+    }
+    {
+        let services = table_mut(root, "services")?;
+        for (name, path) in [("moonshot_search", "search"), ("moonshot_fetch", "fetch")] {
+            // A service the user set up with their own key stays theirs.
+            let own = services
+                .get(name)
+                .is_some_and(|s| s.get("oauth").is_none() && s.get("base_url").is_some());
+            if own {
+                continue;
+            }
+            let mut service = Table::new();
+            service.insert(
+                "base_url",
+                value(format!("{}/{path}", endpoints.base_url).as_str()),
+            );
+            service.insert("oauth", value(oauth_ref(endpoints, key)));
+            services.insert(name, Item::Table(service));
+        }
+    }
+    Ok(Applied {
+        default_model,
+        aliases,
+    })
+}
+
+/// Writes one `[models."<prefix><id>"]` per model of `provider`, removing that provider's
+/// aliases the server no longer lists; fields the server does not own (`overrides`, anything
+/// hand-added) survive. Returns the aliases.
+pub(crate) fn write_models(
+    root: &mut Table,
+    provider: &str,
+    prefix: &str,
+    models: &[ManagedModel],
+) -> Result<Vec<String>, AuthError> {
+    let aliases: Vec<String> = models.iter().map(|m| format!("{prefix}{}", m.id)).collect();
     {
         let table = table_mut(root, "models")?;
         let stale: Vec<String> = table
             .iter()
             .filter(|(alias, item)| {
-                item.get("provider").and_then(Item::as_str) == Some(PROVIDER_NAME)
+                item.get("provider").and_then(Item::as_str) == Some(provider)
                     && !aliases.iter().any(|a| a == alias)
             })
             .map(|(alias, _)| alias.to_owned())
@@ -203,17 +259,16 @@ pub fn apply(
         for alias in stale {
             table.remove(&alias);
         }
-        for model in models {
+        for (model, alias) in models.iter().zip(&aliases) {
             let entry = table
-                .entry(&model.alias())
+                .entry(alias)
                 .or_insert_with(|| Item::Table(Table::new()));
             let Some(entry) = entry.as_table_like_mut() else {
                 return Err(AuthError::Config(format!(
-                    "[models.\"{}\"] in config.toml is not a table",
-                    model.alias()
+                    "[models.\"{alias}\"] in config.toml is not a table"
                 )));
             };
-            entry.insert("provider", value(PROVIDER_NAME));
+            entry.insert("provider", value(provider));
             entry.insert("model", value(model.id.as_str()));
             entry.insert(
                 "max_context_size",
@@ -236,37 +291,7 @@ pub fn apply(
             }
         }
     }
-    let current = root
-        .get("default_model")
-        .and_then(Item::as_str)
-        .map(str::to_owned);
-    let default_model = match current {
-        Some(current) if keep_default && aliases.contains(&current) => current,
-        _ => first.alias(),
-    };
-    match root.get_mut("default_model") {
-        // Assigning the item keeps the key's comments (a comment above `default_model`).
-        Some(item) => *item = value(default_model.as_str()),
-        None => {
-            root.insert("default_model", value(default_model.as_str()));
-        }
-    }
-    {
-        let services = table_mut(root, "services")?;
-        for (name, path) in [("moonshot_search", "search"), ("moonshot_fetch", "fetch")] {
-            let mut service = Table::new();
-            service.insert(
-                "base_url",
-                value(format!("{}/{path}", endpoints.base_url).as_str()),
-            );
-            service.insert("oauth", value(oauth_ref(endpoints, key)));
-            services.insert(name, Item::Table(service));
-        }
-    }
-    Ok(Applied {
-        default_model,
-        aliases,
-    })
+    Ok(aliases)
 }
 
 fn set_or_remove(table: &mut dyn TableLike, key: &str, text: Option<&str>) {

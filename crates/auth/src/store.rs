@@ -42,7 +42,8 @@ impl fmt::Debug for Token {
     }
 }
 
-pub(crate) fn now_secs() -> i64 {
+/// Seconds since the Unix epoch.
+pub fn now_secs() -> i64 {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map(|d| i64::try_from(d.as_secs()).unwrap_or(i64::MAX))

@@ -149,6 +149,40 @@ async fn models_of(
     }
 }
 
+/// The start-up refresh of the managed provider's models (surface.md §5.5): the server's list
+/// rewritten into `config.toml`, the user's default model kept. The token is used as stored
+/// and never refreshed here (the session's first request does that, and a refresh token is
+/// single-use): `Ok(None)` when there is no login or the token is due for a refresh, so the
+/// next start does it.
+pub async fn refresh_managed_models(
+    home: &Path,
+    config: &kimi_config::Config,
+) -> Result<Option<managed::Applied>, AuthError> {
+    let Some(provider) = config.providers.get(kimi_auth::PROVIDER_NAME) else {
+        return Ok(None);
+    };
+    let Some(oauth) = provider.oauth.as_ref() else {
+        return Ok(None);
+    };
+    let endpoints = Endpoints::configured(
+        oauth.oauth_host.as_deref(),
+        provider.base_url.as_deref(),
+        &env,
+    );
+    let Some(token) = TokenStore::new(home).load(&oauth.key)? else {
+        return Ok(None);
+    };
+    if token.needs_refresh(kimi_auth::store::now_secs()) {
+        tracing::info!("model list refresh deferred: the login's token is due for a refresh");
+        return Ok(None);
+    }
+    let models = managed::fetch_models(&endpoints.base_url, &token.access_token).await?;
+    managed::edit_config(&home.join("config.toml"), |doc| {
+        managed::apply(doc, &endpoints, &oauth.key, &models, true)
+    })
+    .map(Some)
+}
+
 /// Writes the managed provider for `endpoints` into `config.toml` from the server's models.
 pub async fn provision(
     home: &Path,
@@ -163,16 +197,19 @@ pub async fn provision(
     })
 }
 
-async fn login_flow(
+/// The device login: asks for a code, hands it to `on_code` (to show it), waits for the
+/// approval (or `cancel`), stores the token and sets up the managed provider.
+pub async fn login_flow(
     home: &Path,
     endpoints: &Endpoints,
     cancel: &CancellationToken,
-) -> Result<(), AuthError> {
+    on_code: impl FnOnce(&DeviceCode),
+) -> Result<managed::Applied, AuthError> {
     let code = tokio::select! {
         code = device::request_code(endpoints) => code?,
         () = cancel.cancelled() => return Err(AuthError::Cancelled),
     };
-    show_code(&code);
+    on_code(&code);
     let token = device::wait_for_token(endpoints, &code, cancel).await?;
     let key = endpoints.credential_key();
     let path = TokenStore::new(home).save(&key, &token)?;
@@ -183,12 +220,16 @@ async fn login_flow(
             path.display()
         ))
     })?;
-    eprintln!(
+    Ok(applied)
+}
+
+/// What a finished login tells the user.
+pub fn logged_in_message(applied: &managed::Applied) -> String {
+    format!(
         "Logged in to Kimi Code. {} model(s) added to config.toml; the default model is now {}.",
         applied.aliases.len(),
         applied.default_model
-    );
-    Ok(())
+    )
 }
 
 /// `kimi-rs login [--region …]` (and `kimi-rs acp --login`): exit 0 logged in, 1 otherwise.
@@ -212,10 +253,13 @@ pub fn login(region: Option<Region>) -> anyhow::Result<u8> {
                 on_ctrl_c.cancel();
             }
         });
-        login_flow(&home, &endpoints, &cancel).await
+        login_flow(&home, &endpoints, &cancel, show_code).await
     });
     match outcome {
-        Ok(()) => Ok(0),
+        Ok(applied) => {
+            eprintln!("{}", logged_in_message(&applied));
+            Ok(0)
+        }
         Err(AuthError::Cancelled) => {
             eprintln!("Login cancelled.");
             Ok(1)
@@ -226,6 +270,68 @@ pub fn login(region: Option<Region>) -> anyhow::Result<u8> {
             Ok(1)
         }
     }
+}
+
+/// `kimi-rs login --api-key KEY [--region …] [--base-url URL]`: Kimi Platform. The key (`-`:
+/// read from stdin, so it stays out of the shell history) is checked against the platform's
+/// model list and written with its `kimi-k*` models into `config.toml`. Exit 0 on success, 1
+/// when the platform refuses the key.
+pub fn platform_login(
+    region: Option<Region>,
+    api_key: &str,
+    base_url: Option<&str>,
+) -> anyhow::Result<u8> {
+    let home = kimi_store::home_from_env()?;
+    let region = region.unwrap_or_default();
+    let key = if api_key == "-" {
+        let mut line = String::new();
+        std::io::stdin()
+            .read_line(&mut line)
+            .context("cannot read the API key from stdin")?;
+        line.trim().to_owned()
+    } else {
+        api_key.trim().to_owned()
+    };
+    if key.is_empty() {
+        eprintln!(
+            "Login failed: the API key is empty. Make one at https://{} and pass it with --api-key",
+            kimi_auth::platform::console(region)
+        );
+        return Ok(1);
+    }
+    let base = base_url
+        .map(|u| u.trim().trim_end_matches('/').to_owned())
+        .unwrap_or_else(|| kimi_auth::platform::base_url(region).to_owned());
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .context("cannot start the async runtime")?;
+    let models = match runtime.block_on(kimi_auth::platform::fetch_models(&base, &key)) {
+        Ok(models) => models,
+        Err(AuthError::Http { status, .. }) if status == 401 || status == 403 => {
+            eprintln!(
+                "Login failed: {base} refused the API key (HTTP {status}). Check the key at https://{}",
+                kimi_auth::platform::console(region)
+            );
+            return Ok(1);
+        }
+        Err(err) => {
+            tracing::warn!("platform login failed: {err}");
+            eprintln!("Login failed: {err}");
+            return Ok(1);
+        }
+    };
+    let applied = managed::edit_config(&home.join("config.toml"), |doc| {
+        kimi_auth::platform::apply(doc, &base, &key, &models)
+    })?;
+    eprintln!(
+        "Logged in to Kimi Platform ({}). {} model(s) added to config.toml as provider `{}`; the default model is now {}.",
+        kimi_auth::platform::console(region),
+        applied.aliases.len(),
+        kimi_auth::platform::PROVIDER,
+        applied.default_model
+    );
+    Ok(0)
 }
 
 /// `kimi-rs logout`: removes the stored token and the managed provider from `config.toml`.

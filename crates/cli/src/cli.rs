@@ -130,6 +130,13 @@ pub enum Command {
         /// Login region: mainland-cn (kimi.com, the default) or global (kimi.ai).
         #[arg(long, value_enum)]
         region: Option<RegionArg>,
+        /// Log in to Kimi Platform with an API key instead (platform.kimi.com, or
+        /// platform.kimi.ai with --region global); `-` reads the key from stdin.
+        #[arg(long = "api-key")]
+        api_key: Option<String>,
+        /// The platform's API instead of the region's (with --api-key).
+        #[arg(long = "base-url", requires = "api_key")]
+        base_url: Option<String>,
     },
     /// Log out of the Kimi account: delete the stored token and the managed provider.
     Logout,
@@ -180,6 +187,10 @@ pub enum Command {
         /// Export the newest session without asking.
         #[arg(short = 'y', long = "yes")]
         yes: bool,
+        /// Also add the global logs and config.toml, tui.toml and mcp.json with secrets
+        /// redacted: the ZIP to attach to a bug report.
+        #[arg(long = "debug-zip")]
+        debug_zip: bool,
     },
     /// Import a Kimi Code home: config.toml (merged), mcp.json, skills, agents, plugin
     /// records and sessions (resumable with `kimi-rs -S <id>`). Safe to run again: what is
@@ -192,8 +203,17 @@ pub enum Command {
         #[arg(long)]
         with_credentials: bool,
     },
-    /// List stored sessions (this directory's; `--all` for every directory's), or manage
-    /// them with a subcommand.
+    /// Bring in the legacy Python kimi-cli home (~/.kimi): its config (translated and
+    /// merged), mcp.json, skills and sessions (tagged [imported], resumable with
+    /// `kimi-rs -S <id>`). Logins stay behind. Safe to run again.
+    Migrate {
+        /// The kimi-cli home (default ~/.kimi).
+        #[arg(long)]
+        from: Option<PathBuf>,
+        /// Also copy API keys and secret headers.
+        #[arg(long)]
+        with_credentials: bool,
+    },
     /// Undo the last turns of a stored session: the files its agent changed (from their
     /// checkpoints) and the conversation, by default both. Files changed outside the agent
     /// since stop it (they are named) unless --force.
@@ -214,6 +234,8 @@ pub enum Command {
         #[arg(long)]
         force: bool,
     },
+    /// List stored sessions (this directory's; `--all` for every directory's), or manage
+    /// them with a subcommand.
     Sessions {
         /// List the sessions of every directory, with their directories.
         #[arg(long)]
@@ -451,13 +473,24 @@ pub fn main() -> ExitCode {
                 ExitCode::FAILURE
             }
         },
+        Some(Command::Login {
+            region,
+            api_key: Some(api_key),
+            base_url,
+        }) => exit_code(crate::accounts::platform_login(
+            region.map(Into::into),
+            &api_key,
+            base_url.as_deref(),
+        )),
         Some(Command::Acp {
             login: true,
             region,
         })
-        | Some(Command::Login { region }) => {
-            exit_code(crate::accounts::login(region.map(Into::into)))
-        }
+        | Some(Command::Login {
+            region,
+            api_key: None,
+            ..
+        }) => exit_code(crate::accounts::login(region.map(Into::into))),
         Some(Command::Logout) => exit_code(crate::accounts::logout()),
         Some(Command::Trust { dir, untrust, list }) => {
             exit_code(crate::trust::run(dir, untrust, list))
@@ -537,11 +570,13 @@ pub fn main() -> ExitCode {
             session_id,
             output,
             yes,
+            debug_zip,
         }) => {
             let request = crate::export::ExportRequest {
                 session_id,
                 output,
                 yes,
+                debug: debug_zip,
             };
             match crate::export::run(&request) {
                 Ok(code) => ExitCode::from(code),
@@ -567,6 +602,15 @@ pub fn main() -> ExitCode {
                 }
             }
         }
+        Some(Command::Migrate {
+            from,
+            with_credentials,
+        }) => exit_code(crate::import::legacy::run(
+            &crate::import::legacy::MigrateRequest {
+                from,
+                with_credentials,
+            },
+        )),
         Some(Command::Sessions { all, json, command }) => {
             let result = match command {
                 Some(SessionsCommand::Recover { session_id }) => {
@@ -681,6 +725,7 @@ fn start_logging(cli: &Cli) -> Option<crate::logging::FlushGuard> {
         Some(Command::Export { .. }) => "export",
         Some(Command::Sessions { .. }) => "sessions",
         Some(Command::Import { .. }) => "import",
+        Some(Command::Migrate { .. }) => "migrate",
         Some(Command::Rewind { .. }) => "rewind",
         Some(Command::Trust { .. }) => "trust",
         Some(Command::Debug { .. }) => "debug",

@@ -19,12 +19,17 @@ use zip::{CompressionMethod, ZipWriter};
 /// Name of the manifest added at the root of the archive.
 pub const MANIFEST: &str = "kimi-export.json";
 
+/// An entry made in memory (name in the archive, bytes): what a debug ZIP adds.
+pub type Extra = (String, Vec<u8>);
+
 /// What `kimi-rs export` was asked to do.
 #[derive(Debug, Clone, Default)]
 pub struct ExportRequest {
     pub session_id: Option<String>,
     pub output: Option<PathBuf>,
     pub yes: bool,
+    /// Add the home's logs and its settings with secrets redacted (`--debug-zip`).
+    pub debug: bool,
 }
 
 /// What was written.
@@ -69,7 +74,12 @@ pub fn run(request: &ExportRequest) -> anyhow::Result<u8> {
     };
     let dir = store.home().session_dir(&key, &id);
     let output = output_path(request.output.as_deref(), &cwd, &id);
-    let exported = export_dir(&dir, &id, &output)?;
+    let extras = if request.debug {
+        crate::export_debug::extras(&home)
+    } else {
+        Vec::new()
+    };
+    let exported = export_dir(&dir, &id, &output, &extras)?;
     println!(
         "Exported session {id} to {} ({}, {} files)",
         exported.path.display(),
@@ -176,7 +186,12 @@ fn collect(dir: &Path) -> anyhow::Result<Vec<(PathBuf, String)>> {
 
 /// Writes the ZIP of `dir` to `output` (through a temporary file renamed into place, so a
 /// failed export leaves nothing half-written).
-pub fn export_dir(dir: &Path, id: &str, output: &Path) -> anyhow::Result<Exported> {
+pub fn export_dir(
+    dir: &Path,
+    id: &str,
+    output: &Path,
+    extras: &[Extra],
+) -> anyhow::Result<Exported> {
     let meta = std::fs::symlink_metadata(dir)
         .with_context(|| format!("the session directory {} is missing", dir.display()))?;
     if !meta.is_dir() {
@@ -198,7 +213,7 @@ pub fn export_dir(dir: &Path, id: &str, output: &Path) -> anyhow::Result<Exporte
     }
     let files = collect(dir)?;
     let partial = output.with_extension("zip.partial");
-    let result = write_zip(&partial, &files, id, dir);
+    let result = write_zip(&partial, &files, extras, id, dir);
     match result.and_then(|()| {
         std::fs::rename(&partial, output)
             .with_context(|| format!("cannot move the archive to {}", output.display()))
@@ -213,7 +228,7 @@ pub fn export_dir(dir: &Path, id: &str, output: &Path) -> anyhow::Result<Exporte
     Ok(Exported {
         path: output.to_path_buf(),
         bytes,
-        files: files.len(),
+        files: files.len() + extras.len(),
     })
 }
 
@@ -229,7 +244,13 @@ fn create_private(path: &Path) -> std::io::Result<File> {
     options.open(path)
 }
 
-fn write_zip(path: &Path, files: &[(PathBuf, String)], id: &str, dir: &Path) -> anyhow::Result<()> {
+fn write_zip(
+    path: &Path,
+    files: &[(PathBuf, String)],
+    extras: &[Extra],
+    id: &str,
+    dir: &Path,
+) -> anyhow::Result<()> {
     let file = create_private(path).with_context(|| {
         format!(
             "cannot create {}; check that the directory exists and is writable, or pick another with -o",
@@ -258,6 +279,12 @@ fn write_zip(path: &Path, files: &[(PathBuf, String)], id: &str, dir: &Path) -> 
         zip.start_file(name.as_str(), entry).map_err(zip_err)?;
         std::io::copy(&mut input, &mut zip)
             .with_context(|| format!("cannot read {}", source.display()))?;
+        names.push(name.clone());
+    }
+    for (name, bytes) in extras {
+        zip.start_file(name.as_str(), options).map_err(zip_err)?;
+        zip.write_all(bytes)
+            .with_context(|| format!("cannot write {}", path.display()))?;
         names.push(name.clone());
     }
     let manifest = serde_json::json!({
@@ -340,7 +367,7 @@ mod tests {
     fn refuses_an_output_inside_the_session_directory() {
         let session = tempfile::tempdir().unwrap();
         std::fs::write(session.path().join("state.json"), "{}").unwrap();
-        let err = export_dir(session.path(), "id", &session.path().join("x.zip")).unwrap_err();
+        let err = export_dir(session.path(), "id", &session.path().join("x.zip"), &[]).unwrap_err();
         assert!(
             err.to_string().contains("inside the session directory"),
             "{err}"

@@ -95,6 +95,99 @@ struct Launch {
     cwd: PathBuf,
     home: PathBuf,
     config: Arc<Config>,
+    /// The `/login` waiting for approval, to cancel with Esc.
+    login: Mutex<Option<tokio_util::sync::CancellationToken>>,
+}
+
+/// `/login [global]` in the terminal: the device flow off the host loop, its code shown in the
+/// transcript; `LoginEnded` says how it went.
+fn start_login(
+    launch: &Launch,
+    region: Option<&str>,
+    updates: &tokio::sync::mpsc::Sender<HostUpdate>,
+) -> Option<HostUpdate> {
+    let region = match region.map(str::trim) {
+        None | Some("") => kimi_auth::Region::default(),
+        Some(text) => match kimi_auth::Region::parse(text) {
+            Some(region) => region,
+            None => {
+                return Some(HostUpdate::Error(format!(
+                    "unknown login region `{text}`; use mainland-cn (kimi.com) or global (kimi.ai). \
+                     For a Kimi Platform API key run `kimi-rs login --api-key -` in a shell"
+                )));
+            }
+        },
+    };
+    let cancel = tokio_util::sync::CancellationToken::new();
+    {
+        let mut slot = launch.login.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(previous) = slot.replace(cancel.clone()) {
+            previous.cancel();
+        }
+    }
+    let endpoints = kimi_auth::Endpoints::for_login(region, &|n| std::env::var(n).ok());
+    let (home, updates) = (launch.home.clone(), updates.clone());
+    tokio::spawn(async move {
+        let waiting = updates.clone();
+        let outcome = crate::accounts::login_flow(&home, &endpoints, &cancel, move |code| {
+            let update = HostUpdate::LoginWaiting {
+                url: code.url().to_owned(),
+                code: code.user_code.clone(),
+            };
+            if let Err(err) = waiting.try_send(update) {
+                tracing::warn!("cannot show the login code: {err}");
+            }
+        })
+        .await;
+        let update = match outcome {
+            Ok(applied) => HostUpdate::LoginEnded {
+                ok: true,
+                message: format!(
+                    "{} Restart kimi-rs (`kimi-rs -c` continues this session) to use it.",
+                    crate::accounts::logged_in_message(&applied)
+                ),
+            },
+            Err(kimi_auth::AuthError::Cancelled) => HostUpdate::LoginEnded {
+                ok: false,
+                message: "Login cancelled.".to_owned(),
+            },
+            Err(err) => {
+                tracing::warn!("login failed: {err}");
+                HostUpdate::LoginEnded {
+                    ok: false,
+                    message: format!("Login failed: {err}"),
+                }
+            }
+        };
+        let _ = updates.send(update).await;
+    });
+    None
+}
+
+/// `/provider` (list) and `/provider remove <id>` against the home's `config.toml`.
+fn providers_command(launch: &Launch, args: &str) -> HostUpdate {
+    let mut words = args.split_whitespace();
+    match (words.next(), words.next()) {
+        (None, _) | (Some("list"), _) => match crate::config::load(&launch.home) {
+            Ok(config) => HostUpdate::Notice(format!(
+                "Providers in config.toml:\n{}",
+                crate::providers::list_lines(&config).join("\n")
+            )),
+            Err(err) => HostUpdate::Error(format!("{err:#}")),
+        },
+        (Some("remove"), Some(id)) => match crate::providers::remove_in(&launch.home, id) {
+            Ok(Ok(text)) => HostUpdate::Notice(format!(
+                "{text} Restart kimi-rs to stop offering its models."
+            )),
+            Ok(Err(text)) => HostUpdate::Error(text),
+            Err(err) => HostUpdate::Error(format!("{err:#}")),
+        },
+        _ => HostUpdate::Error(
+            "use /provider (list) or /provider remove <id>; to add one run `kimi-rs provider \
+             catalog add <id> --api-key …` or `kimi-rs login` in a shell"
+                .to_owned(),
+        ),
+    }
 }
 
 /// The mode (flags over `default_permission_mode` / `default_plan_mode`) and the user's rules;
@@ -253,6 +346,39 @@ async fn serve(
                 };
                 let _ = updates.send(update).await;
             });
+        }
+        HostRequest::Login { region } => {
+            if let Some(update) = start_login(launch, region.as_deref(), updates) {
+                reply(update).await;
+            }
+        }
+        HostRequest::CancelLogin => {
+            let waiting = launch
+                .login
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .take();
+            match waiting {
+                Some(cancel) => cancel.cancel(),
+                None => reply(HostUpdate::Notice("no login is waiting".to_owned())).await,
+            }
+        }
+        HostRequest::Providers { args } => reply(providers_command(launch, &args)).await,
+        HostRequest::ExportDebugZip => {
+            let id = &opened.session.state.id;
+            let output = crate::export::output_path(None, &launch.cwd, id);
+            let extras = crate::export_debug::extras(&launch.home);
+            let update = match crate::export::export_dir(&opened.session.dir, id, &output, &extras)
+            {
+                Ok(done) => HostUpdate::Notice(format!(
+                    "Debug ZIP written to {} ({}, {} files; secrets in the settings redacted)",
+                    done.path.display(),
+                    crate::export::human_size(done.bytes),
+                    done.files
+                )),
+                Err(err) => HostUpdate::Error(format!("{err:#}")),
+            };
+            reply(update).await;
         }
         HostRequest::CopyToClipboard { text } => {
             // OSC 52: the terminal (also over SSH) puts the text on the system clipboard.
@@ -432,6 +558,7 @@ pub fn run(args: &RunArgs) -> anyhow::Result<u8> {
             cwd: cwd.clone(),
             home: home.clone(),
             config: config.clone(),
+            login: Mutex::new(None),
         });
         let opened = launch.open(resume)?;
         // Shown in the transcript, where the user sees them (stderr would scroll away).
@@ -461,6 +588,15 @@ pub fn run(args: &RunArgs) -> anyhow::Result<u8> {
             editor_command: editor,
         };
         let (ui, channels) = SessionChannels::pair(1024);
+        // In the background; a failure becomes a notice in the transcript.
+        if let Some(refresh) = crate::model_refresh::spawn(&home, &config) {
+            let updates = channels.host_updates.clone();
+            tokio::spawn(async move {
+                if let Ok(Some(notice)) = refresh.await {
+                    let _ = updates.send(HostUpdate::Warning(notice)).await;
+                }
+            });
+        }
         let pump = tokio::spawn(host_loop(
             launch.clone(),
             opened,

@@ -295,7 +295,9 @@ pub fn print_mode(args: &RunArgs, prompt: &str) -> anyhow::Result<u8> {
         .context("cannot start the async runtime")?;
     let format = args.output_format.unwrap_or(OutputFormat::Text);
     runtime.block_on(async move {
-        let (trusted, trust_warning) =
+        // In the background: the first prompt does not wait for the model list.
+        let model_refresh = crate::model_refresh::spawn(&home, &config);
+                let (trusted, trust_warning) =
             crate::trust::trusted_without_asking(&home, &cwd, args.trust_workspace);
         if let Some(warning) = trust_warning {
             eprintln!("kimi-rs: {warning}");
@@ -365,6 +367,7 @@ pub fn print_mode(args: &RunArgs, prompt: &str) -> anyhow::Result<u8> {
                 reporter.finish().await;
             }
             extensions.shutdown().await;
+            crate::model_refresh::finish_on_stderr(model_refresh).await;
             return Ok(code);
         }
         let (reason, error) = match format {
@@ -390,6 +393,7 @@ pub fn print_mode(args: &RunArgs, prompt: &str) -> anyhow::Result<u8> {
             reporter.finish().await;
         }
         extensions.shutdown().await;
+        crate::model_refresh::finish_on_stderr(model_refresh).await;
         Ok(match reason {
             TurnEndReason::Completed => 0,
             TurnEndReason::Cancelled => EXIT_CANCELLED,

@@ -571,3 +571,51 @@ fn usage_shows_the_plans_quotas_from_the_server() {
             .is_none()
     );
 }
+
+#[test]
+fn subagents_get_web_search_and_fetch_through_the_logins_services() {
+    let report = "Rust is a systems language. The work is finished and nothing else is pending. I checked the result once more, left the rest of the repository alone, and there are no open questions for the caller to answer.";
+    let fixture = managed_api(vec![
+        ScriptTurn::tool_calls(&[(
+            "call_agent",
+            "Agent",
+            r#"{"prompt":"Look up Rust.","description":"look up rust","subagent_type":"coder"}"#,
+        )]),
+        ScriptTurn::tool_calls(&[("call_sub_s", "WebSearch", r#"{"query":"rust"}"#)]),
+        ScriptTurn::text(report),
+        ScriptTurn::text("done"),
+    ]);
+    fixture.server.route(
+        "/coding/v1/search",
+        200,
+        &json!({"search_results": [{"title": "Rust", "site_name": "rust-lang.org",
+            "url": "https://www.rust-lang.org/", "snippet": "A language", "date": "2026-01-01"}]}),
+    );
+    let oauth = OAuthStandIn::start(Vec::new(), Vec::new());
+    logged_in(&fixture, &oauth, 3000);
+    let answer = run(account_command(&fixture, &oauth, &["-p", "ask a helper"]));
+    assert_eq!(answer.code, Some(0), "{answer:?}");
+    let requests = fixture.requests();
+    let chats: Vec<_> = requests
+        .iter()
+        .filter(|r| r.path.ends_with("/chat/completions"))
+        .collect();
+    assert_eq!(chats.len(), 4, "{chats:?}");
+    // The subagent's first request: its tools include the service-backed web tools.
+    let sub_tools = tool_names(&chats[1].body);
+    assert!(
+        sub_tools.iter().any(|n| n == "WebSearch") && sub_tools.iter().any(|n| n == "FetchURL"),
+        "{sub_tools:?}"
+    );
+    assert!(!sub_tools.iter().any(|n| n == "Agent"), "{sub_tools:?}");
+    let search = requests
+        .iter()
+        .find(|r| r.path == "/coding/v1/search")
+        .expect("the subagent's search reached the login's service");
+    assert_eq!(search.header("authorization"), Some("Bearer old-token"));
+    let results = common::tool_results(&chats[2].body);
+    assert!(
+        results[0].1.contains("URL: https://www.rust-lang.org/"),
+        "{results:?}"
+    );
+}

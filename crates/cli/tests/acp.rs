@@ -35,8 +35,11 @@ struct Editor {
 
 impl Editor {
     fn start(fx: &Fixture) -> Editor {
-        let mut child = fx
-            .command(&["acp"])
+        Editor::start_command(fx.command(&["acp"]))
+    }
+
+    fn start_command(mut command: std::process::Command) -> Editor {
+        let mut child = command
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
@@ -739,5 +742,51 @@ fn terminal_login_is_advertised_and_authenticate_reports_the_login() {
     assert!(accepted.get("error").is_none(), "{accepted}");
     let unknown = editor.call("authenticate", json!({"methodId": "other"}));
     assert_eq!(unknown["error"]["code"], -32602, "{unknown}");
+    editor.close();
+}
+
+#[test]
+fn session_new_without_the_kimi_login_is_auth_required() {
+    let fx = Fixture::new(CORE_FORMATS[0], Vec::new());
+    std::fs::write(
+        fx.home.path().join("config.toml"),
+        format!(
+            "default_model = \"kimi-code/k\"\n\n[providers.\"managed:kimi-code\"]\ntype = \"kimi\"\nbase_url = \"{}/coding/v1\"\noauth = {{ storage = \"file\", key = \"oauth/kimi-code\" }}\n\n[models.\"kimi-code/k\"]\nprovider = \"managed:kimi-code\"\nmodel = \"k\"\nmax_context_size = 262144\n",
+            fx.server.base_url()
+        ),
+    )
+    .unwrap();
+    let mut command = fx.command(&["acp"]);
+    for var in [
+        "KIMI_MODEL_NAME",
+        "KIMI_MODEL_API_KEY",
+        "KIMI_MODEL_PROVIDER_TYPE",
+        "KIMI_MODEL_BASE_URL",
+    ] {
+        command.env_remove(var);
+    }
+    let mut editor = Editor::start_command(command);
+    let refused = editor.call("session/new", json!({"cwd": fx.cwd(), "mcpServers": []}));
+    assert_eq!(refused["error"]["code"], -32000, "{refused}");
+    assert!(
+        refused["error"]["data"]
+            .as_str()
+            .unwrap()
+            .contains("kimi-rs login"),
+        "{refused}"
+    );
+
+    // Logged in (as `kimi-rs acp --login` leaves it): the session opens.
+    let dir = fx.home.path().join("credentials");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(
+        dir.join("kimi-code.json"),
+        json!({"access_token": "a", "refresh_token": "r", "expires_at": 4_000_000_000_i64,
+               "expires_in": 3600})
+        .to_string(),
+    )
+    .unwrap();
+    let opened = editor.call("session/new", json!({"cwd": fx.cwd(), "mcpServers": []}));
+    assert!(opened["result"]["sessionId"].is_string(), "{opened}");
     editor.close();
 }

@@ -178,3 +178,64 @@ fn an_unknown_id_or_an_empty_directory_fails_with_what_to_do() {
     assert!(run.stderr.contains("pass a session id"), "{run:?}");
     assert!(exports_in(&fx.cwd()).is_empty());
 }
+
+#[test]
+fn a_debug_zip_adds_the_logs_and_the_settings_with_secrets_redacted() {
+    let (fx, id) = session_fixture();
+    std::fs::write(
+        fx.home.path().join("config.toml"),
+        "# mine\n[providers.p]\ntype = \"openai\"\nbase_url = \"http://127.0.0.1:9/v1\"\napi_key = \"sk-verysecret123\"\nenv = { REGION = \"eu\", OTHER_TOKEN = \"tok-777\" }\n",
+    )
+    .unwrap();
+    std::fs::write(
+        fx.home.path().join("mcp.json"),
+        r#"{"mcpServers":{"gh":{"command":"gh-mcp","env":{"GITHUB_TOKEN":"ghp_secret99"}}}}"#,
+    )
+    .unwrap();
+    let out = fx.home.path().join("debug.zip");
+    let run = fx.run(&["export", &id, "--debug-zip", "-o", out.to_str().unwrap()]);
+    assert_eq!(run.code, Some(0), "{run:?}");
+    let entries = read_zip(&out);
+    let names: Vec<&str> = entries.iter().map(|(n, _)| n.as_str()).collect();
+    assert!(names.iter().any(|n| n.ends_with("wire.jsonl")), "{names:?}");
+    assert!(
+        names
+            .iter()
+            .any(|n| n.starts_with("kimi-rs-home/logs/") && n.contains("kimi-rs")),
+        "the global log: {names:?}"
+    );
+    let text = |name: &str| {
+        String::from_utf8(
+            entries
+                .iter()
+                .find(|(n, _)| n == name)
+                .unwrap_or_else(|| panic!("{name} in {names:?}"))
+                .1
+                .clone(),
+        )
+        .unwrap()
+    };
+    let config = text("kimi-rs-home/config.toml");
+    assert!(
+        !config.contains("sk-verysecret123") && !config.contains("tok-777"),
+        "{config}"
+    );
+    assert!(
+        config.contains("[redacted]") && config.contains("REGION = \"eu\""),
+        "{config}"
+    );
+    let mcp = text("kimi-rs-home/mcp.json");
+    assert!(
+        !mcp.contains("ghp_secret99") && mcp.contains("gh-mcp"),
+        "{mcp}"
+    );
+    // Without the flag, only the session directory.
+    let plain = fx.home.path().join("plain.zip");
+    let run = fx.run(&["export", &id, "-o", plain.to_str().unwrap()]);
+    assert_eq!(run.code, Some(0), "{run:?}");
+    assert!(
+        read_zip(&plain)
+            .iter()
+            .all(|(n, _)| !n.starts_with("kimi-rs-home/"))
+    );
+}

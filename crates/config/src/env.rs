@@ -78,6 +78,22 @@ impl Config {
         if let Some(n) = self.env_number(env, "KIMI_MCP_TOOL_TIMEOUT_MS") {
             self.mcp.tool_timeout_ms = Some(n);
         }
+        if let Some(n) = self.env_number(env, "KIMI_CODE_MODEL_CATALOG_REFRESH_INTERVAL_MS") {
+            self.model_catalog.refresh_interval_ms = Some(n);
+        }
+        // Experimental flags kimi-rs acts on: the master switch over the per-flag variable
+        // over `[experimental]`.
+        let title = self
+            .env_flag(env, "KIMI_CODE_EXPERIMENTAL_FLAG")
+            .filter(|on| *on)
+            .or_else(|| self.env_flag(env, "KIMI_CODE_EXPERIMENTAL_AUTO_SESSION_TITLE"));
+        if let Some(on) = title {
+            self.experimental
+                .insert("auto_session_title".to_owned(), on);
+        }
+        if let Some(on) = self.env_flag(env, "KIMI_CODE_MODEL_CATALOG_REFRESH_ON_START") {
+            self.model_catalog.refresh_on_start = Some(on);
+        }
         for (var, slot) in [
             ("KIMI_DISABLE_CRON", 0),
             ("KIMI_CRON_NO_JITTER", 1),

@@ -232,6 +232,10 @@ fn session_hooks(
 struct StoredMeta {
     store: SessionStore,
     session: std::sync::Mutex<Session>,
+    /// `[experimental] auto_session_title`: the model titles the session after its first turn.
+    auto_title: bool,
+    /// A title request was started (one per session and launch).
+    title_asked: std::sync::atomic::AtomicBool,
 }
 
 impl crate::engine::runtime::SessionMeta for StoredMeta {
@@ -273,6 +277,40 @@ impl crate::engine::runtime::SessionMeta for StoredMeta {
         session.state.title_kind = Some("custom".to_owned());
         self.store
             .update(&mut session)
+            .map_err(|err| format!("cannot save the session's title: {err}"))
+    }
+
+    fn wants_generated_title(&self) -> bool {
+        if !self.auto_title {
+            return false;
+        }
+        let replaceable = self
+            .session
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .state
+            .title_kind
+            .as_deref()
+            == Some("replaceable");
+        replaceable
+            && !self
+                .title_asked
+                .swap(true, std::sync::atomic::Ordering::SeqCst)
+    }
+
+    fn set_generated_title(&self, title: &str) -> Result<bool, String> {
+        let mut session = self
+            .session
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if session.state.title_kind.as_deref() != Some("replaceable") {
+            return Ok(false);
+        }
+        session.state.title = Some(title.to_owned());
+        session.state.title_kind = Some("generated".to_owned());
+        self.store
+            .update(&mut session)
+            .map(|()| true)
             .map_err(|err| format!("cannot save the session's title: {err}"))
     }
 }
@@ -524,6 +562,13 @@ pub fn open_session(setup: SessionSetup) -> Result<OpenedSession, SessionError> 
         session_meta: Some(Arc::new(StoredMeta {
             store: SessionStore::new(Home::new(&setup.home)),
             session: std::sync::Mutex::new(session.clone()),
+            auto_title: setup
+                .config
+                .experimental
+                .get("auto_session_title")
+                .copied()
+                .unwrap_or(false),
+            title_asked: std::sync::atomic::AtomicBool::new(false),
         })),
         plan: Some(plan.clone()),
         goal: Some(goals.clone()),

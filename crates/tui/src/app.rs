@@ -123,6 +123,8 @@ pub struct App {
     pub(crate) retry: Option<RetryStatus>,
     /// MCP servers still connecting (shown in the footer while non-zero).
     pub(crate) mcp_connecting: usize,
+    /// A `/login` is waiting for the user's approval in the browser.
+    pub(crate) login_waiting: bool,
     /// A `/swarm` waiting for its permission choice.
     pub(crate) swarm_pending: Option<crate::swarm::SwarmStart>,
     /// The session's goal (the goal strip), from `goal.updated`.
@@ -181,6 +183,7 @@ impl App {
             hint: None,
             retry: None,
             mcp_connecting: 0,
+            login_waiting: false,
             swarm_pending: None,
             goal: None,
             goal_queue: Vec::new(),
@@ -762,6 +765,24 @@ impl App {
             HostUpdate::Skills(skills) => self.skills = skills,
             HostUpdate::Warning(text) => self.notice(NoticeLevel::Warning, text),
             HostUpdate::McpConnecting(count) => self.mcp_connecting = count,
+            HostUpdate::LoginWaiting { url, code } => {
+                self.login_waiting = true;
+                self.notice(
+                    NoticeLevel::Info,
+                    format!(
+                        "To log in to Kimi Code, open {url}\nand enter the code: {code}\nWaiting for the approval… (Esc cancels)"
+                    ),
+                );
+            }
+            HostUpdate::LoginEnded { ok, message } => {
+                self.login_waiting = false;
+                let level = if ok {
+                    NoticeLevel::Info
+                } else {
+                    NoticeLevel::Error
+                };
+                self.notice(level, message);
+            }
         }
     }
 

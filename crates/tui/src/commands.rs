@@ -32,8 +32,11 @@ pub enum Command {
     Usage,
     Status,
     ExportMd,
+    ExportDebugZip,
     Copy,
     Init,
+    Login,
+    Provider,
     Exit,
     Version,
 }
@@ -183,6 +186,13 @@ pub const COMMANDS: &[CommandSpec] = &[
         Idle,
         "transcript as Markdown [path]",
     ),
+    spec(
+        Command::ExportDebugZip,
+        "export-debug-zip",
+        &[],
+        Idle,
+        "ZIP of this session, logs and redacted settings",
+    ),
     spec(Command::Copy, "copy", &[], Idle, "copy the last answer"),
     spec(
         Command::Init,
@@ -197,6 +207,20 @@ pub const COMMANDS: &[CommandSpec] = &[
         &[],
         Idle,
         "swarm mode [on|off], or run <task> in it",
+    ),
+    spec(
+        Command::Login,
+        "login",
+        &[],
+        Idle,
+        "log in to a Kimi account with a device code [global]",
+    ),
+    spec(
+        Command::Provider,
+        "provider",
+        &["providers"],
+        Always,
+        "list the providers, or remove <id>",
     ),
     spec(Command::Exit, "exit", &["quit", "q"], Idle, "quit"),
     spec(Command::Version, "version", &[], Always, "show the version"),
@@ -250,6 +274,6 @@ mod tests {
         assert_eq!(spec.command, Command::Compact);
         assert_eq!(args, "keep the API notes");
         assert!(parse("/frobnicate now").is_none());
-        assert_eq!(complete("ex").len(), 2);
+        assert_eq!(complete("ex").len(), 3, "exit, export-md, export-debug-zip");
     }
 }

@@ -24,11 +24,22 @@ pub enum HostRequest {
         path: Option<String>,
         markdown: String,
     },
+    /// `/export-debug-zip`: the session's ZIP with the logs and redacted settings; answered
+    /// with a `Notice` naming the file.
+    ExportDebugZip,
     /// `/copy`: put `text` on the clipboard (native or OSC 52).
     CopyToClipboard { text: String },
     /// `/usage`, `/status`: the plan quotas of a Kimi account login, answered with a
     /// `Notice` (nothing when no login is configured).
     PlanUsage,
+    /// `/login [global]`: the Kimi account device login; answered with `LoginWaiting`, then
+    /// `LoginEnded`.
+    Login { region: Option<String> },
+    /// Esc while a login waits: give it up.
+    CancelLogin,
+    /// `/provider`: list the providers of `config.toml` (answered with a `Notice`);
+    /// `/provider remove <id>` deletes one and its models.
+    Providers { args: String },
 }
 
 /// One row of the task browser (`Event::TaskList`).
@@ -111,6 +122,16 @@ pub enum HostUpdate {
     Warning(String),
     /// How many MCP servers are still connecting (the footer says so while non-zero).
     McpConnecting(usize),
+    /// A login waits for the user to approve `code` at `url` (Esc cancels).
+    LoginWaiting {
+        url: String,
+        code: String,
+    },
+    /// The login finished: logged in (`ok`) or not, and what to tell the user.
+    LoginEnded {
+        ok: bool,
+        message: String,
+    },
 }
 
 /// The UI's ends of the channels to the engine and the host.

@@ -215,6 +215,10 @@ impl App {
             self.btw = None;
             return;
         }
+        if self.login_waiting {
+            self.emit(UiAction::Host(HostRequest::CancelLogin));
+            return;
+        }
         if self.is_busy() {
             self.op(Op::Cancel { queued: false });
             return;
@@ -501,6 +505,7 @@ impl App {
                     markdown,
                 }));
             }
+            Command::ExportDebugZip => self.emit(UiAction::Host(HostRequest::ExportDebugZip)),
             Command::Copy => match self.last_answer() {
                 Some(text) => self.emit(UiAction::Host(HostRequest::CopyToClipboard { text })),
                 None => self.notice(NoticeLevel::Warning, "There is no answer to copy yet."),
@@ -509,6 +514,19 @@ impl App {
                 input: vec![kimi_protocol::ContentPart::text(INIT_PROMPT)],
                 origin: None,
             }),
+            Command::Login => {
+                if self.login_waiting {
+                    self.notice(
+                        NoticeLevel::Warning,
+                        "A login is already waiting; press Esc to give it up first.",
+                    );
+                } else {
+                    self.emit(UiAction::Host(HostRequest::Login { region: arg }));
+                }
+            }
+            Command::Provider => self.emit(UiAction::Host(HostRequest::Providers {
+                args: args.to_owned(),
+            })),
             Command::Exit => self.emit(UiAction::Exit),
             Command::Version => {
                 let v = self.info.version.clone();

@@ -258,6 +258,9 @@ impl App {
                 _ => {}
             }
         }
+        if self.login_waiting {
+            parts.insert(0, "waiting for the Kimi login… (Esc cancels)".to_owned());
+        }
         if self.mcp_connecting > 0 {
             let servers = if self.mcp_connecting == 1 {
                 "server"

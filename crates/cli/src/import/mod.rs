@@ -7,6 +7,9 @@
 mod config_merge;
 mod files;
 mod journal;
+pub mod legacy;
+mod legacy_config;
+mod legacy_sessions;
 pub mod offer;
 mod sessions;
 
@@ -49,6 +52,8 @@ enum Line {
 pub struct Report {
     lines: Vec<Line>,
     credentials: Vec<String>,
+    /// The command that copies what was left out (default `kimi-rs import --with-credentials`).
+    credentials_command: Option<&'static str>,
 }
 
 impl Report {
@@ -102,8 +107,10 @@ impl Report {
         }
         if !self.credentials.is_empty() {
             out.push_str(&format!(
-                "  credentials left out (run `kimi-rs import --with-credentials` to copy them, or \
-                 set them in kimi-rs's config.toml): {}\n",
+                "  credentials left out (run `{}` to copy them, or set them in kimi-rs's \
+                 config.toml): {}\n",
+                self.credentials_command
+                    .unwrap_or("kimi-rs import --with-credentials"),
                 self.credentials.join(", ")
             ));
         }
@@ -123,7 +130,7 @@ fn import_config(from: &Path, to: &Path, with_credentials: bool, report: &mut Re
     let Ok(text) = std::fs::read_to_string(&source_path) else {
         return;
     };
-    let mut source: toml_edit::DocumentMut = match text.parse() {
+    let source: toml_edit::DocumentMut = match text.parse() {
         Ok(doc) => doc,
         Err(err) => {
             report.failed(
@@ -133,6 +140,17 @@ fn import_config(from: &Path, to: &Path, with_credentials: bool, report: &mut Re
             return;
         }
     };
+    merge_config(source, to, with_credentials, report);
+}
+
+/// Merge the settings of `source` into kimi-rs's `config.toml`, which keeps its comments,
+/// layout and values; the merged file is written only when kimi-rs loads it.
+fn merge_config(
+    mut source: toml_edit::DocumentMut,
+    to: &Path,
+    with_credentials: bool,
+    report: &mut Report,
+) {
     if !with_credentials {
         for path in config_merge::strip_credentials(&mut source) {
             report.credential_left_out(&format!("config.toml {path}"));

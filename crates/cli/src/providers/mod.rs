@@ -169,9 +169,20 @@ pub fn list(json: bool) -> anyhow::Result<u8> {
         println!("{}", serde_json::Value::Object(providers));
         return Ok(0);
     }
+    for line in list_lines(&config) {
+        println!("{line}");
+    }
+    Ok(0)
+}
+
+/// One line per provider of `config` (type, model count, login, source): `provider list` and
+/// the TUI's `/provider`.
+pub fn list_lines(config: &kimi_config::Config) -> Vec<String> {
+    let mut lines = Vec::new();
     if config.providers.is_empty() {
-        println!(
+        lines.push(
             "No providers configured. Add one with `kimi-rs provider catalog add <id> --api-key …` or `kimi-rs login`."
+                .to_owned(),
         );
     }
     for (id, provider) in &config.providers {
@@ -188,32 +199,46 @@ pub fn list(json: bool) -> anyhow::Result<u8> {
         {
             line.push_str(&format!("  from {source}"));
         }
-        println!("{line}");
+        lines.push(line);
     }
-    Ok(0)
+    lines
 }
 
 /// `provider remove <id>`.
 pub fn remove(id: &str) -> anyhow::Result<u8> {
     let home = kimi_store::home_from_env()?;
+    match remove_in(&home, id)? {
+        Ok(text) => {
+            println!("{text}");
+            Ok(0)
+        }
+        Err(text) => {
+            eprintln!("kimi-rs: {text}");
+            Ok(1)
+        }
+    }
+}
+
+/// Remove provider `id` and its models from the home's `config.toml`: what was done, or
+/// (inner `Err`) that there is no such provider.
+pub fn remove_in(home: &std::path::Path, id: &str) -> anyhow::Result<Result<String, String>> {
     let mut summary = (false, Vec::new(), false);
-    edit(&home, |doc| {
+    edit(home, |doc| {
         summary = remove_provider(doc, id);
         Ok(())
     })?;
     let (had, aliases, cleared) = summary;
     if !had && aliases.is_empty() {
-        eprintln!(
-            "kimi-rs: there is no provider `{id}` in config.toml (see `kimi-rs provider list`)"
-        );
-        return Ok(1);
+        return Ok(Err(format!(
+            "there is no provider `{id}` in config.toml (see `kimi-rs provider list`)"
+        )));
     }
     let mut text = format!("Removed provider `{id}` and {} model(s)", aliases.len());
     if cleared {
         text.push_str("; default_model is unset");
     }
-    println!("{text}.");
-    Ok(0)
+    text.push('.');
+    Ok(Ok(text))
 }
 
 /// `provider catalog list [id] [--filter] [--url] [--json]`.

@@ -560,6 +560,13 @@ async fn run_jobs(rt: Arc<Runtime>) -> Vec<TurnResult> {
         }
         rt.jobs_done.send_modify(|n| *n += 1);
     }
+    // A title request in flight finishes (it is bounded by its own timeout).
+    let title = rt.shared().title_task.take();
+    if let Some(task) = title
+        && let Err(err) = task.await
+    {
+        tracing::warn!("the session-title request stopped: {err}");
+    }
     // Records a failed append kept pending get a last chance; what still cannot be written is
     // said, not dropped silently at exit.
     let pending = rt.log().pending_records();

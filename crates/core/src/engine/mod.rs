@@ -18,5 +18,6 @@ pub mod runtime;
 mod settle;
 pub mod state;
 mod stream;
+pub mod title;
 pub mod turn;
 mod turn_host;

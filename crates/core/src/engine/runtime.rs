@@ -52,6 +52,18 @@ pub trait SessionMeta: Send + Sync {
     fn set_title(&self, _title: &str) -> Result<(), String> {
         Err("this session keeps no metadata, so it cannot be named".to_owned())
     }
+
+    /// Whether the model should title the session now: generated titles are on and the
+    /// title is still the first prompt line.
+    fn wants_generated_title(&self) -> bool {
+        false
+    }
+
+    /// Store a title the model wrote; `Ok(false)` when the user named the session meanwhile
+    /// (their title stays).
+    fn set_generated_title(&self, _title: &str) -> Result<bool, String> {
+        Ok(false)
+    }
 }
 
 /// Approve everything (yolo without labels); used until a real chain is configured and by tests.
@@ -145,6 +157,9 @@ pub struct Shared {
     /// Why the running turn's provider request failed, worded as the reason its goal is
     /// paused with (rate limit, connection, authentication, API error, safety filter).
     pub goal_failure: Option<String>,
+    /// The session-title request in flight (see `engine::title`), awaited before the agent
+    /// stops so a short run keeps its title.
+    pub title_task: Option<tokio::task::JoinHandle<()>>,
 }
 
 /// An agent's side toward its front ends: the event channel and the approvals waiting for the

@@ -364,6 +364,9 @@ pub async fn run_turn(rt: &Arc<Runtime>, prompt: Pending, cancel: CancellationTo
         reason,
         error: error.clone(),
     });
+    if reason == TurnEndReason::Completed && prompt.origin.is_user() {
+        super::title::after_turn(rt);
+    }
     rt.publish_status();
     TurnResult {
         turn_id,

@@ -596,3 +596,61 @@ fn usage_and_status_ask_the_host_for_the_plan_quotas() {
     }
     assert!(h.screen(80, 20).contains("Tokens this session"));
 }
+
+#[test]
+fn login_shows_the_code_waits_visibly_and_esc_gives_it_up() {
+    let mut h = Harness::new();
+    h.type_str("/login global");
+    h.key(KeyCode::Esc);
+    h.key(KeyCode::Enter);
+    assert_eq!(
+        h.actions(),
+        vec![UiAction::Host(HostRequest::Login {
+            region: Some("global".into())
+        })]
+    );
+    h.app.handle_host(kimi_tui::HostUpdate::LoginWaiting {
+        url: "https://auth.example/device?user_code=AB-12".into(),
+        code: "AB-12".into(),
+    });
+    let screen = h.screen(100, 20);
+    assert!(
+        screen.contains("https://auth.example/device?user_code=AB-12") && screen.contains("AB-12"),
+        "{screen}"
+    );
+    assert!(
+        screen.contains("waiting for the Kimi login… (Esc cancels)"),
+        "{screen}"
+    );
+    // A second /login while one waits is refused; Esc gives the waiting one up.
+    h.type_str("/login");
+    h.key(KeyCode::Esc);
+    h.key(KeyCode::Enter);
+    assert!(h.actions().is_empty());
+    assert!(h.screen(100, 20).contains("A login is already waiting"));
+    h.key(KeyCode::Esc);
+    assert_eq!(h.actions(), vec![UiAction::Host(HostRequest::CancelLogin)]);
+    h.app.handle_host(kimi_tui::HostUpdate::LoginEnded {
+        ok: false,
+        message: "Login cancelled.".into(),
+    });
+    let screen = h.screen(100, 20);
+    assert!(screen.contains("Login cancelled."), "{screen}");
+    assert!(!screen.contains("waiting for the Kimi login"), "{screen}");
+    h.key(KeyCode::Esc);
+    assert!(h.actions().is_empty(), "Esc is Esc again");
+}
+
+#[test]
+fn provider_asks_the_host_with_its_arguments() {
+    let mut h = Harness::new();
+    h.type_str("/providers remove moonshot");
+    h.key(KeyCode::Esc);
+    h.key(KeyCode::Enter);
+    assert_eq!(
+        h.actions(),
+        vec![UiAction::Host(HostRequest::Providers {
+            args: "remove moonshot".into()
+        })]
+    );
+}
