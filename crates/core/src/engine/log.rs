@@ -57,6 +57,8 @@ pub struct Restored {
     pub goal: Option<crate::goal::GoalState>,
     /// Every `checkpoint.step` of the journal with its time, in order (retention prunes by them).
     pub checkpoint_steps: Vec<(u64, kimi_protocol::checkpoint::CheckpointStep)>,
+    /// The execution environment the session is bound to (the last `environment.bind`).
+    pub environment: Option<kimi_protocol::record::EnvironmentBind>,
 }
 
 /// The profile an agent was bound to, as journaled.
@@ -117,6 +119,14 @@ impl AgentLog {
                 })
         };
         let system_prompt = binds().find_map(|b| b.system_prompt.clone());
+        let environment = input
+            .all
+            .iter()
+            .rev()
+            .find_map(|r| match &r.record.payload {
+                RecordPayload::EnvironmentBind(bind) => Some(bind.clone()),
+                _ => None,
+            });
         let profile = binds().find_map(|b| {
             Some(BoundProfile {
                 name: b.profile.clone()?,
@@ -175,6 +185,7 @@ impl AgentLog {
                 todos,
                 goal,
                 checkpoint_steps,
+                environment,
             },
         ))
     }
