@@ -82,6 +82,10 @@ pub struct RunArgs {
     /// recording trust (`kimi-rs trust` records it).
     #[arg(long = "trust-workspace", global = true)]
     pub trust_workspace: bool,
+    /// Run the new session's tools on a declared execution environment (`[environments]`;
+    /// `local` = this machine).
+    #[arg(long)]
+    pub environment: Option<String>,
 }
 
 #[derive(Debug, Subcommand)]
@@ -108,6 +112,10 @@ pub enum Command {
         )]
         command: Vec<std::ffi::OsString>,
     },
+    /// Serve the exec protocol on stdin/stdout: the executor an execution environment's
+    /// launcher (ssh, docker exec, kubectl exec, …) starts on the target.
+    #[command(name = "exec-server")]
+    ExecServer,
     /// Internal: the sandbox helper Bash commands run through (`--policy JSON -- CMD…`).
     #[command(name = "__sandbox-exec", hide = true)]
     SandboxExec {
@@ -434,6 +442,15 @@ impl RunArgs {
             return Err("use either --agent or --agent-file, not both".to_owned());
         }
         let resuming = self.session.is_some() || self.continue_session;
+        if resuming && self.environment.is_some() {
+            return Err(
+                "--environment binds a new session; a resumed session (-S/-c) reconnects to the environment it was started on. Drop --environment"
+                    .to_owned(),
+            );
+        }
+        if self.environment.as_deref().is_some_and(str::is_empty) {
+            return Err("--environment needs an environment id".to_owned());
+        }
         if resuming && (self.agent.is_some() || self.agent_file.is_some()) {
             return Err(
                 "a resumed session keeps its agent; drop --agent/--agent-file or start a new session"
@@ -455,6 +472,10 @@ impl RunArgs {
 
 pub fn main() -> ExitCode {
     let cli = Cli::parse();
+    if let Some(Command::ExecServer) = cli.command {
+        // The executor reads no configuration and logs nothing on the target.
+        return crate::environments::exec_server();
+    }
     let logs = start_logging(&cli);
     if let Ok(exe) = std::env::current_exe() {
         kimi_core::session::register_sandbox_helper(exe);
@@ -495,6 +516,7 @@ pub fn main() -> ExitCode {
         Some(Command::Trust { dir, untrust, list }) => {
             exit_code(crate::trust::run(dir, untrust, list))
         }
+        Some(Command::ExecServer) => crate::environments::exec_server(),
         Some(Command::Upgrade {
             manifest_url,
             check,
@@ -711,7 +733,7 @@ fn exit_code(outcome: anyhow::Result<u8>) -> ExitCode {
 /// the home is read-only, and execs the command right away).
 fn start_logging(cli: &Cli) -> Option<crate::logging::FlushGuard> {
     let mode = match &cli.command {
-        Some(Command::SandboxExec { .. }) => return None,
+        Some(Command::SandboxExec { .. } | Command::ExecServer) => return None,
         Some(Command::Demo { .. }) => "demo",
         Some(Command::Sandbox { .. }) => "sandbox",
         Some(Command::Acp { login: true, .. }) => "login",

@@ -196,6 +196,9 @@ impl Extensions {
             skill_roots: self.skills.roots(),
             // MCP tools, connected already or still on their way.
             late_tools: self.mcp.is_some().then(|| self.late_tools.clone()),
+            // Bound per session by the front end (`crate::environments`).
+            environment: None,
+            environment_resolver: None,
         }
     }
 

@@ -91,9 +91,24 @@ impl SessionFactory for ServerSessions {
             Resume::New => agent_choice(&self.args),
             Resume::Id(_) | Resume::Latest => Default::default(),
         };
+        // New sessions bind `[environments] default`; resumed ones reconnect where they ran.
+        let (environments, environment_warnings) = crate::environments::declared(&self.config, cwd);
+        for warning in &environment_warnings {
+            eprintln!("{}: {warning}", self.label);
+        }
+        let binding = match resume {
+            Resume::New => {
+                crate::environments::bind_new(&environments, None).map_err(|e| format!("{e:#}"))?
+            }
+            Resume::Id(_) | Resume::Latest => None,
+        };
         let setup = SessionSetup {
             agent,
-            extensions: extensions.session(),
+            extensions: crate::environments::with_environment(
+                extensions.session(),
+                &environments,
+                binding,
+            ),
             ..setup(
                 self.home.clone(),
                 cwd.to_owned(),

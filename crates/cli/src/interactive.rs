@@ -42,6 +42,10 @@ struct TuiSessions {
     agent: Mutex<AgentChoice>,
     /// Skills and MCP servers, shared by every session this launch opens.
     extensions: Mutex<Option<Arc<Extensions>>>,
+    /// The declared execution environments.
+    environments: kimi_config::environments::Environments,
+    /// `--environment`: binds the first session only (later new sessions use the default).
+    environment: Mutex<Option<String>>,
 }
 
 #[async_trait::async_trait]
@@ -61,9 +65,23 @@ impl SessionFactory for TuiSessions {
             .clone()
             .ok_or_else(|| "the launch is shutting down; no session can be opened".to_owned())?;
         let agent = std::mem::take(&mut *self.agent.lock().unwrap_or_else(PoisonError::into_inner));
+        let requested = self
+            .environment
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .take();
+        let binding = match resume {
+            Resume::New => crate::environments::bind_new(&self.environments, requested.as_deref())
+                .map_err(|e| format!("{e:#}"))?,
+            Resume::Id(_) | Resume::Latest => None,
+        };
         let setup = SessionSetup {
             agent,
-            extensions: extensions.session(),
+            extensions: crate::environments::with_environment(
+                extensions.session(),
+                &self.environments,
+                binding,
+            ),
             ..setup(
                 self.home.clone(),
                 cwd.to_owned(),
@@ -541,6 +559,7 @@ pub fn run(args: &RunArgs) -> anyhow::Result<u8> {
         .enable_all()
         .build()
         .context("cannot start the async runtime")?;
+    let (environments, environment_warnings) = crate::environments::declared(&config, &cwd);
     runtime.block_on(async move {
         let extensions =
             Arc::new(Extensions::load(&home, &cwd, &args.skills_dir, &config, trusted).await);
@@ -552,6 +571,8 @@ pub fn run(args: &RunArgs) -> anyhow::Result<u8> {
             config: config.clone(),
             agent: Mutex::new(agent_choice(args)),
             extensions: Mutex::new(Some(extensions.clone())),
+            environments,
+            environment: Mutex::new(args.environment.clone()),
         };
         let launch = Arc::new(Launch {
             host: SessionHost::new(home.clone(), Arc::new(factory)),
@@ -567,6 +588,7 @@ pub fn run(args: &RunArgs) -> anyhow::Result<u8> {
             .chain(tui_warnings)
             .chain(rule_warnings)
             .chain(trust_warning)
+            .chain(environment_warnings)
             .chain(extensions.warnings.iter().cloned())
             .chain(opened.warnings.iter().cloned())
             .collect();

@@ -288,6 +288,16 @@ pub fn print_mode(args: &RunArgs, prompt: &str) -> anyhow::Result<u8> {
     }
     let model = resolve_model(&config, args.model.as_deref())?;
     let permissions = print_mode_permissions(&config)?;
+    let (environments, environment_warnings) = crate::environments::declared(&config, &cwd);
+    for warning in environment_warnings {
+        eprintln!("kimi-rs: {warning}");
+    }
+    // Connected before anything is created: an unknown id or an unreachable target fails
+    // start-up here and nothing runs on this machine instead.
+    let binding = match resume {
+        Resume::New => crate::environments::bind_new(&environments, args.environment.as_deref())?,
+        Resume::Id(_) | Resume::Latest => None,
+    };
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
@@ -310,7 +320,11 @@ pub fn print_mode(args: &RunArgs, prompt: &str) -> anyhow::Result<u8> {
         let mcp_reporter = extensions.report_mcp(|warning| eprintln!("kimi-rs: {warning}"));
         let mut opened = open_session(SessionSetup {
             agent: agent_choice(args),
-            extensions: extensions.session(),
+            extensions: crate::environments::with_environment(
+                extensions.session(),
+                &environments,
+                binding,
+            ),
             ..setup(
                 home,
                 cwd.clone(),

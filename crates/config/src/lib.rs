@@ -10,6 +10,7 @@
 mod checkpoint;
 mod diag;
 mod env;
+pub mod environments;
 mod file;
 mod parse;
 mod providers;
@@ -66,6 +67,8 @@ pub struct Config {
     pub sandbox: Sandbox,
     /// kimi-rs's `[checkpoint]` (file checkpoints for rewind).
     pub checkpoint: Checkpoint,
+    /// `[environments]`: where sessions' tools may run besides this machine.
+    pub environments: environments::Environments,
     /// Every problem found, in file order (environment problems last).
     pub diagnostics: Vec<Diagnostic>,
     /// Modification time when read, for [`Config::reload_if_changed`].

@@ -140,6 +140,19 @@ impl Ctx<'_, '_, '_> {
                 "model_catalog" => config.model_catalog = self.de(name, value).unwrap_or_default(),
                 "sandbox" => config.sandbox = self.de(name, value).unwrap_or_default(),
                 "checkpoint" => config.checkpoint = self.de(name, value).unwrap_or_default(),
+                "environments" => {
+                    let table: Option<toml::Table> = self.de(name, value);
+                    let (envs, problems) = crate::environments::parse_table(
+                        &table.unwrap_or_default(),
+                        self.sink.file,
+                    );
+                    for p in problems {
+                        let at = self.span_of(&p.path).map(|s| s.start);
+                        self.sink
+                            .push(Severity::Error, at, &dotted(&p.path), p.message, None);
+                    }
+                    config.environments = envs;
+                }
                 "permission" => {
                     let spans: Option<PermissionSpans> = self.de(name, value);
                     config.permission = self.permission(spans.unwrap_or_default());

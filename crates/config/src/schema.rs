@@ -41,6 +41,7 @@ pub const ROOT_KEYS: &[&str] = &[
     "model_catalog",
     "sandbox",
     "checkpoint",
+    "environments",
     "default_thinking",
 ];
 

@@ -277,6 +277,7 @@ impl History {
             | RecordPayload::PromptQueued(_)
             | RecordPayload::PromptSteer(_)
             | RecordPayload::ProfileBind(_)
+            | RecordPayload::EnvironmentBind(_)
             | RecordPayload::CronAdd(_)
             | RecordPayload::CronDelete(_)
             | RecordPayload::CronCursor(_)

@@ -47,6 +47,44 @@ pub enum SessionError {
     NotFound(String, PathBuf),
     #[error(transparent)]
     Profile(#[from] crate::profile::ProfileError),
+    /// The session's execution environment cannot be reached (or this front end cannot reach
+    /// environments); nothing runs on this machine instead.
+    #[error("{0}")]
+    Environment(String),
+}
+
+/// A new session's execution environment: the connected target and the working directory on it.
+#[derive(Clone)]
+pub struct EnvironmentBinding {
+    pub environment: Arc<dyn kimi_tools::Environment>,
+    pub cwd: PathBuf,
+}
+
+/// Connects the environment a resumed session's journal names (`environment.bind`).
+pub type EnvironmentResolver = Arc<
+    dyn Fn(
+            &kimi_protocol::record::EnvironmentBind,
+        ) -> Result<Arc<dyn kimi_tools::Environment>, String>
+        + Send
+        + Sync,
+>;
+
+/// The reminder that tells the model where its tools run (journaled with the binding).
+pub fn environment_reminder(
+    bind: &kimi_protocol::record::EnvironmentBind,
+) -> kimi_protocol::Message {
+    let text = format!(
+        "<system-reminder>\nThis session's tools run on the remote environment `{}` ({}), not on the user's machine: \
+         {} {}, shell {}, working directory {}. Read, Write, Edit, Grep, Glob and Bash act on files and processes there; \
+         paths are that machine's.\n</system-reminder>",
+        bind.id, bind.kind, bind.os, bind.arch, bind.shell, bind.cwd
+    );
+    let mut message = kimi_protocol::Message::new(
+        kimi_protocol::Role::User,
+        vec![kimi_protocol::ContentPart::text(text)],
+    );
+    message.origin = Some(kimi_protocol::Origin::injection("environment"));
+    message
 }
 
 /// Which profile the main agent of a new session is bound to (a resumed session keeps the one
@@ -122,6 +160,11 @@ pub struct SessionExtensions {
     /// Tools that join after the session opened (MCP servers connecting in the background):
     /// each agent's registry offers those its profile allows from the next request on.
     pub late_tools: Option<kimi_tools::LateTools>,
+    /// A new session's execution environment (`--environment`); `None` = this machine.
+    pub environment: Option<EnvironmentBinding>,
+    /// Reconnects the environment a resumed session is bound to. Without it such a session
+    /// refuses to open: its tools must never fall back to this machine.
+    pub environment_resolver: Option<EnvironmentResolver>,
 }
 
 impl std::fmt::Debug for SessionExtensions {
@@ -381,6 +424,47 @@ pub fn open_session(setup: SessionSetup) -> Result<OpenedSession, SessionError> 
     let journal = session.journal_path(MAIN_AGENT);
     let options = JournalOptions { fsync: setup.fsync };
     let (log, restored) = AgentLog::open(&journal, MAIN_AGENT, options)?;
+    // Where the tools act: the journaled binding of a resumed session (reconnected), the
+    // requested environment of a new one, or this machine.
+    let (binding, new_bind) = match (&restored.environment, &setup.extensions.environment) {
+        (Some(record), _) => {
+            let Some(resolver) = &setup.extensions.environment_resolver else {
+                return Err(SessionError::Environment(format!(
+                    "session {} runs its tools on environment `{}`, which this front end cannot connect; \
+                     resume it with `kimi-rs -S {}`",
+                    session.state.id, record.id, session.state.id
+                )));
+            };
+            let environment = resolver(record).map_err(SessionError::Environment)?;
+            let cwd = PathBuf::from(&record.cwd);
+            (Some(EnvironmentBinding { environment, cwd }), None)
+        }
+        (None, Some(bound)) if !resumed => {
+            let info = bound.environment.info();
+            let record = kimi_protocol::record::EnvironmentBind {
+                id: info.id.clone(),
+                kind: info.kind.clone(),
+                cwd: bound.cwd.display().to_string(),
+                os: info.os.clone(),
+                arch: info.arch.clone(),
+                shell: info.shell.clone(),
+            };
+            (Some(bound.clone()), Some(record))
+        }
+        (None, Some(bound)) => {
+            warnings.push(format!(
+                "session {} was started on this machine and keeps running here; environment `{}` was not used",
+                session.state.id,
+                bound.environment.info().id
+            ));
+            (None, None)
+        }
+        (None, None) => (None, None),
+    };
+    let tool_cwd = binding
+        .as_ref()
+        .map_or_else(|| setup.cwd.clone(), |b| b.cwd.clone());
+    let remote = binding.is_some();
     let profile = match chosen {
         Some(profile) => profile,
         None => {
@@ -404,7 +488,8 @@ pub fn open_session(setup: SessionSetup) -> Result<OpenedSession, SessionError> 
     );
     let prompt_env = PromptEnv {
         home: setup.home.clone(),
-        cwd: setup.cwd.clone(),
+        cwd: tool_cwd.clone(),
+        target: binding.as_ref().map(|b| b.environment.info().clone()),
         additional_dirs: setup.additional_dirs.clone(),
         skills: setup.extensions.skills_prompt.clone(),
     };
@@ -415,7 +500,10 @@ pub fn open_session(setup: SessionSetup) -> Result<OpenedSession, SessionError> 
     let agent_dir = journal
         .parent()
         .map_or_else(|| session.dir.clone(), Path::to_path_buf);
-    let mut ctx = ToolContext::new(&setup.cwd, &agent_dir);
+    let mut ctx = ToolContext::new(&tool_cwd, &agent_dir);
+    if let Some(binding) = &binding {
+        ctx.environment = binding.environment.clone();
+    }
     // The todo list the active branch last journaled (empty for a new session).
     ctx.todos.set(restored.todos.clone());
     ctx.additional_dirs = setup.additional_dirs.clone();
@@ -431,7 +519,7 @@ pub fn open_session(setup: SessionSetup) -> Result<OpenedSession, SessionError> 
     let plan = Arc::new(PlanMode::new(
         &agent_dir,
         Workspace::new(
-            &setup.cwd,
+            &tool_cwd,
             &setup.additional_dirs,
             std::env::home_dir().as_deref(),
         ),
@@ -448,7 +536,7 @@ pub fn open_session(setup: SessionSetup) -> Result<OpenedSession, SessionError> 
                 Ok(crate::permission::sandbox::SandboxMode::WorkspaceWrite)
             );
             let workspace = Workspace::new(
-                &setup.cwd,
+                &tool_cwd,
                 &setup.additional_dirs,
                 std::env::home_dir().as_deref(),
             )
@@ -468,6 +556,12 @@ pub fn open_session(setup: SessionSetup) -> Result<OpenedSession, SessionError> 
         &setup.additional_dirs,
         &setup.config,
     ) {
+        // The sandbox helper confines processes of this machine; the target's are its own.
+        Ok((launcher, _)) if remote && !launcher.is_empty() => warnings.push(
+            "[sandbox] does not apply on a remote environment: Bash there runs with the permission chain only"
+                .to_owned(),
+        ),
+        Ok(_) if remote => {}
         Ok((launcher, missing)) => {
             ctx.settings.launcher = launcher;
             warnings.extend(missing);
@@ -475,14 +569,24 @@ pub fn open_session(setup: SessionSetup) -> Result<OpenedSession, SessionError> 
         Err(warning) => warnings.push(warning),
     }
     let compaction = compaction_config(&setup.config.loop_control);
-    let checkpoints = open_checkpoints(
-        &setup.config.checkpoint,
-        &setup.home,
-        &setup.cwd,
-        &setup.additional_dirs,
-        &session.dir,
-        &restored,
-    );
+    // File checkpoints snapshot this machine's workspace; a remote session's files are not here.
+    let checkpoints = if remote {
+        if setup.config.checkpoint.enabled() {
+            tracing::info!(
+                "file checkpoints are off: the session's tools run on a remote environment"
+            );
+        }
+        None
+    } else {
+        open_checkpoints(
+            &setup.config.checkpoint,
+            &setup.home,
+            &setup.cwd,
+            &setup.additional_dirs,
+            &session.dir,
+            &restored,
+        )
+    };
     let mut extension_tools = setup.extensions.tools.clone();
     for factory in &setup.extensions.session_tools {
         extension_tools.extend(factory(&session.state.id));
@@ -589,6 +693,13 @@ pub fn open_session(setup: SessionSetup) -> Result<OpenedSession, SessionError> 
             profile.file(),
             &system_prompt,
         )]);
+    }
+    if let Some(record) = new_bind {
+        let reminder = environment_reminder(&record);
+        agent.handle.runtime().commit(vec![
+            kimi_protocol::RecordPayload::EnvironmentBind(record),
+            crate::engine::records::message(reminder),
+        ]);
     }
     // Nobody drives a goal that was running when the session stopped: it comes back paused.
     let goal_records = goals.normalize_after_resume();

@@ -69,6 +69,26 @@ pub struct ModelSet {
     pub effort: Option<String>,
 }
 
+/// `environment.bind`: the execution environment a session's tools act on and the working
+/// directory there, journaled at creation so a resumed session reconnects to the same target.
+/// What the executor reported at connect time is kept for the model's reminder.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct EnvironmentBind {
+    /// The declared id (`[environments.<id>]`).
+    pub id: String,
+    /// `ssh`, `docker` or `command`.
+    pub kind: String,
+    /// The working directory on the target.
+    pub cwd: String,
+    #[serde(default)]
+    pub os: String,
+    #[serde(default)]
+    pub arch: String,
+    #[serde(default)]
+    pub shell: String,
+}
+
 /// A scheduled cron job as journaled in `cron.add` (surface.md §9.3).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]

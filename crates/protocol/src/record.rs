@@ -15,8 +15,8 @@ use serde_json::{Map, Value};
 pub use crate::checkpoint::{CheckpointRewind, CheckpointStep};
 pub use crate::goal_record::{GoalClear, GoalCreate, GoalUpdate};
 pub use crate::own_record::{
-    CronAdd, CronCursor, CronDelete, CronJob, ModelSet, PlanModeRecord, ProfileBind, PromptQueued,
-    PromptSteer, TodoItem, TodoSet, TodoStatus,
+    CronAdd, CronCursor, CronDelete, CronJob, EnvironmentBind, ModelSet, PlanModeRecord,
+    ProfileBind, PromptQueued, PromptSteer, TodoItem, TodoSet, TodoStatus,
 };
 pub use crate::ref_record::*;
 
@@ -142,6 +142,8 @@ pub enum RecordPayload {
     PromptSteer(PromptSteer),
     #[serde(rename = "profile.bind")]
     ProfileBind(ProfileBind),
+    #[serde(rename = "environment.bind")]
+    EnvironmentBind(EnvironmentBind),
     #[serde(rename = "cron.add")]
     CronAdd(CronAdd),
     #[serde(rename = "cron.delete")]
@@ -206,6 +208,7 @@ pub(crate) const TYPED: &[&str] = &[
     "prompt.queued",
     "prompt.steer",
     "profile.bind",
+    "environment.bind",
     "cron.add",
     "cron.delete",
     "cron.cursor",
@@ -243,6 +246,7 @@ impl RecordPayload {
             | RecordPayload::PromptQueued(_)
             | RecordPayload::PromptSteer(_)
             | RecordPayload::ProfileBind(_)
+            | RecordPayload::EnvironmentBind(_)
             | RecordPayload::CronAdd(_)
             | RecordPayload::CronDelete(_)
             | RecordPayload::CronCursor(_)
@@ -293,6 +297,7 @@ impl RecordPayload {
             | RecordPayload::PromptQueued(_)
             | RecordPayload::PromptSteer(_)
             | RecordPayload::ProfileBind(_)
+            | RecordPayload::EnvironmentBind(_)
             | RecordPayload::CronAdd(_)
             | RecordPayload::CronDelete(_)
             | RecordPayload::CronCursor(_)
@@ -388,6 +393,7 @@ impl Record {
             RecordPayload::PromptQueued(_) => "prompt.queued",
             RecordPayload::PromptSteer(_) => "prompt.steer",
             RecordPayload::ProfileBind(_) => "profile.bind",
+            RecordPayload::EnvironmentBind(_) => "environment.bind",
             RecordPayload::CronAdd(_) => "cron.add",
             RecordPayload::CronDelete(_) => "cron.delete",
             RecordPayload::CronCursor(_) => "cron.cursor",
@@ -507,6 +513,7 @@ fn decode_payload(
         "prompt.queued" => direct!(PromptQueued),
         "prompt.steer" => direct!(PromptSteer),
         "profile.bind" => direct!(ProfileBind),
+        "environment.bind" => direct!(EnvironmentBind),
         "cron.add" => direct!(CronAdd),
         "cron.delete" => direct!(CronDelete),
         "cron.cursor" => direct!(CronCursor),

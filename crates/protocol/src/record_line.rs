@@ -134,6 +134,7 @@ impl Record {
             "prompt.queued" => PromptQueued,
             "prompt.steer" => PromptSteer,
             "profile.bind" => ProfileBind,
+            "environment.bind" => EnvironmentBind,
             "cron.add" => CronAdd,
             "cron.delete" => CronDelete,
             "cron.cursor" => CronCursor,

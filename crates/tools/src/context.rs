@@ -49,6 +49,37 @@ impl StaleGuard {
         seen.insert(path.to_path_buf(), stamp);
     }
 
+    /// Record a stamp taken on the environment the file lives on (a remote target).
+    pub fn record_stat(&self, path: &Path, stat: Option<crate::environment::FileStat>) {
+        let stamp = stat.and_then(|s| s.mtime());
+        let mut seen = self
+            .seen
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        seen.insert(path.to_path_buf(), stamp);
+    }
+
+    /// [`StaleGuard::check`] against a stat taken on the file's environment (`None` = missing).
+    pub fn check_stat(
+        &self,
+        path: &Path,
+        current: Option<crate::environment::FileStat>,
+    ) -> Result<(), StaleError> {
+        let Some(current) = current else {
+            return Ok(());
+        };
+        let seen = self
+            .seen
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let shown = path.display().to_string();
+        match seen.get(path) {
+            None => Err(StaleError::NotRead(shown)),
+            Some(recorded) if *recorded != current.mtime() => Err(StaleError::Modified(shown)),
+            Some(_) => Ok(()),
+        }
+    }
+
     /// A missing file may always be written; an existing one only if recorded and unchanged.
     pub fn check(&self, path: &Path) -> Result<(), StaleError> {
         if !path.exists() {
@@ -150,6 +181,9 @@ pub struct ToolContext {
     pub todos: crate::builtin::todo::TodoStore,
     /// The front end that can put questions to the user; `None` = it cannot.
     pub questions: Option<Arc<dyn crate::builtin::ask::QuestionHost>>,
+    /// Where the file tools, the search tools and shell commands act: this machine, or the
+    /// remote target the session is bound to (then `cwd` and every path are the target's).
+    pub environment: Arc<dyn crate::environment::Environment>,
 }
 
 impl ToolContext {
@@ -169,6 +203,7 @@ impl ToolContext {
             settings,
             todos: crate::builtin::todo::TodoStore::default(),
             questions: None,
+            environment: crate::environment::Local::shared(),
         }
     }
 }
@@ -182,6 +217,7 @@ impl std::fmt::Debug for ToolContext {
             .field("tool_results_dir", &self.tool_results_dir)
             .field("tasks", &self.tasks)
             .field("questions", &self.questions.is_some())
+            .field("environment", &self.environment.info().id)
             .finish_non_exhaustive()
     }
 }

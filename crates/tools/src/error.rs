@@ -22,4 +22,6 @@ pub enum ToolError {
     EmptyPath,
     #[error("{0}")]
     Other(String),
+    #[error(transparent)]
+    Environment(#[from] crate::environment::EnvError),
 }

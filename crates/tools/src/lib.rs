@@ -19,6 +19,7 @@ pub mod access;
 pub mod args;
 pub mod builtin;
 pub mod context;
+pub mod environment;
 pub mod error;
 pub mod late;
 pub mod path;
@@ -31,6 +32,7 @@ pub use kimi_protocol::wildcard;
 
 pub use access::{Access, FileOperation, conflict};
 pub use context::{ProgressSink, StaleGuard, ToolContext, ToolProgress, ToolSettings};
+pub use environment::{EnvError, Environment, EnvironmentInfo};
 pub use error::ToolError;
 pub use late::{LateTools, PendingSource};
 pub use registry::ToolRegistry;

@@ -101,17 +101,34 @@ fn inside(path: &Path, roots: &[PathBuf]) -> bool {
     roots.iter().any(|root| path.starts_with(root))
 }
 
+/// The session's working directory, canonical on the environment the tools act on.
+pub fn canonical_cwd(ctx: &ToolContext) -> Result<PathBuf, ToolError> {
+    if ctx.environment.is_local() {
+        return Ok(canonicalize_lenient(&ctx.cwd));
+    }
+    let mut out = ctx
+        .environment
+        .canonicalize_lenient(std::slice::from_ref(&ctx.cwd))?;
+    Ok(out.pop().unwrap_or_else(|| ctx.cwd.clone()))
+}
+
 /// Resolve a path argument to the canonical absolute path the tool will touch.
 ///
 /// Rules: relative paths resolve against the cwd and must stay in the workspace; a path that is
 /// in the workspace by its spelling but leaves it through a symlink is refused; absolute paths
-/// outside the workspace are allowed (the permission system decides about them).
+/// outside the workspace are allowed (the permission system decides about them). On a remote
+/// environment the paths are the target's, canonicalised there in one round trip.
 pub fn resolve_path(ctx: &ToolContext, raw: &str, use_: PathUse) -> Result<PathBuf, ToolError> {
     let trimmed = raw.trim();
     if trimmed.is_empty() {
         return Err(ToolError::EmptyPath);
     }
-    let expanded = expand_home(trimmed, ctx.home.as_deref());
+    let home = if ctx.environment.is_local() {
+        ctx.home.as_deref()
+    } else {
+        ctx.environment.info().home.as_deref()
+    };
+    let expanded = expand_home(trimmed, home);
     let was_relative = expanded.is_relative();
     let joined = if was_relative {
         ctx.cwd.join(&expanded)
@@ -119,8 +136,6 @@ pub fn resolve_path(ctx: &ToolContext, raw: &str, use_: PathUse) -> Result<PathB
         expanded
     };
     let lexical = normalize_lexically(&joined);
-    let canonical = canonicalize_lenient(&lexical);
-    let roots = workspace_roots(ctx, use_);
     // The spelling may use the roots as configured (possibly through a symlinked parent) or
     // their canonical form; either way the model meant "inside".
     let mut raw_roots = vec![ctx.cwd.clone()];
@@ -128,6 +143,15 @@ pub fn resolve_path(ctx: &ToolContext, raw: &str, use_: PathUse) -> Result<PathB
     if use_ == PathUse::Read {
         raw_roots.extend(ctx.skill_roots.iter().cloned());
     }
+    let (canonical, roots) = if ctx.environment.is_local() {
+        (canonicalize_lenient(&lexical), workspace_roots(ctx, use_))
+    } else {
+        let mut batch = raw_roots.clone();
+        batch.push(lexical.clone());
+        let mut out = ctx.environment.canonicalize_lenient(&batch)?;
+        let canonical = out.pop().unwrap_or_else(|| lexical.clone());
+        (canonical, out)
+    };
     let lexical_inside = inside(&lexical, &roots) || inside(&lexical, &raw_roots);
     let canonical_inside = inside(&canonical, &roots);
     if was_relative && !lexical_inside {

@@ -60,6 +60,8 @@ pub struct Restored {
     /// The model and thinking effort the session last switched to (`model.set`, newest of
     /// each; switches are not undone with the conversation).
     pub model: Option<kimi_protocol::record::ModelSet>,
+    /// The execution environment the session is bound to (the last `environment.bind`).
+    pub environment: Option<kimi_protocol::record::EnvironmentBind>,
 }
 
 /// The profile an agent was bound to, as journaled.
@@ -123,6 +125,14 @@ impl AgentLog {
                 })
         };
         let system_prompt = binds().find_map(|b| b.system_prompt.clone());
+        let environment = input
+            .all
+            .iter()
+            .rev()
+            .find_map(|r| match &r.record.payload {
+                RecordPayload::EnvironmentBind(bind) => Some(bind.clone()),
+                _ => None,
+            });
         let profile = binds().find_map(|b| {
             Some(BoundProfile {
                 name: b.profile.clone()?,
@@ -190,6 +200,7 @@ impl AgentLog {
                 goal,
                 checkpoint_steps,
                 model,
+                environment,
             },
         ))
     }

@@ -21,9 +21,32 @@ pub struct PromptEnv {
     pub additional_dirs: Vec<PathBuf>,
     /// The skills listing (shown only to profiles that have the Skill tool).
     pub skills: String,
+    /// The remote environment the tools act on (`None` = this machine): `cwd` is its path,
+    /// and the OS, shell and listing are the target's, never this machine's.
+    pub target: Option<kimi_tools::EnvironmentInfo>,
 }
 
 fn base_vars(env: &PromptEnv) -> PromptVars {
+    if let Some(target) = &env.target {
+        // Only the user's own AGENTS.md: the project's lives on the target.
+        let agents_md = discover_agents_md(&env.home, std::env::home_dir().as_deref(), &env.home);
+        return PromptVars {
+            os: format!(
+                "{} ({} {}, remote environment `{}`)",
+                target.os, target.os, target.arch, target.id
+            ),
+            shell: format!("`{}` on the target", target.shell),
+            now: crate::engine::log::now_iso(),
+            cwd: env.cwd.display().to_string(),
+            cwd_listing: format!(
+                "(the working directory is on the remote environment `{}`; list it with Glob or Bash)",
+                target.id
+            ),
+            agents_md: agents_md.render(),
+            additional_dirs_info: String::new(),
+            ..PromptVars::default()
+        };
+    }
     let agents_md = discover_agents_md(&env.home, std::env::home_dir().as_deref(), &env.cwd);
     let shell = std::env::var("SHELL").unwrap_or_else(|_| "/bin/sh".to_owned());
     let shell_name = Path::new(&shell)

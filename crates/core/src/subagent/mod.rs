@@ -91,6 +91,10 @@ pub enum SubagentError {
         "this session's permission policy cannot be moved into a worktree, so the isolated agent was not started (its branch {0} is empty); run without `isolation`"
     )]
     PolicyNotMovable(String),
+    #[error(
+        "`isolation: worktree` needs the workspace on this machine, and this session's tools run on environment `{0}`; run without `isolation`"
+    )]
+    RemoteWorktree(String),
 }
 
 /// The fields of a `SubagentHost` the session fills in.

@@ -284,6 +284,11 @@ impl SubagentHost {
         };
         let worktree = match launch.isolation {
             Isolation::None => None,
+            Isolation::Worktree if !self.base_ctx.environment.is_local() => {
+                return Err(SubagentError::RemoteWorktree(
+                    self.base_ctx.environment.info().id.clone(),
+                ));
+            }
             Isolation::Worktree => Some(
                 super::worktree::Worktree::create(
                     &self.base_ctx.cwd,
@@ -326,6 +331,8 @@ impl SubagentHost {
             .parent()
             .map_or_else(|| self.session.dir.clone(), std::path::Path::to_path_buf);
         let mut ctx = ToolContext::new(&cwd, &agent_dir);
+        // Subagents act where the session acts (a remote environment too).
+        ctx.environment = self.base_ctx.environment.clone();
         ctx.additional_dirs
             .clone_from(&self.base_ctx.additional_dirs);
         ctx.skill_roots.clone_from(&self.base_ctx.skill_roots);

@@ -11,7 +11,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::context::{ProgressSink, ToolContext, ToolProgress};
 use crate::error::ToolError;
-use crate::path::{PathUse, canonicalize_lenient, resolve_path};
+use crate::path::{PathUse, canonical_cwd, resolve_path};
 use crate::result::{ToolResult, ToolResultBuilder};
 use crate::tasks::{OutputChunk, TaskInfo, TaskSpec, TaskStatus};
 use crate::tool::{Execution, Resolution, RuleSubject, Tool, ToolDisplay, ToolPlan, parse_args};
@@ -113,7 +113,7 @@ impl Tool for BashTool {
         };
         let cwd = match &p.cwd {
             Some(dir) => resolve_path(ctx, dir, PathUse::Read)?,
-            None => canonicalize_lenient(&ctx.cwd),
+            None => canonical_cwd(ctx)?,
         };
         let plan = ToolPlan {
             // Shell commands can touch anything: they run exclusively.
@@ -148,8 +148,20 @@ struct BashExecution {
     params: Params,
 }
 
-/// The child environment: the host's, plus non-interactive defaults unless already set.
+/// The child environment: the host's, plus non-interactive defaults unless already set. On a
+/// remote target only the defaults are sent; the executor adds them to its own environment
+/// (this machine's variables never reach the target).
 fn child_env(ctx: &ToolContext) -> Vec<(String, String)> {
+    if !ctx.environment.is_local() {
+        return [
+            ("NO_COLOR", "1"),
+            ("TERM", "dumb"),
+            ("GIT_TERMINAL_PROMPT", "0"),
+        ]
+        .into_iter()
+        .map(|(k, v)| (k.to_owned(), v.to_owned()))
+        .collect();
+    }
     let mut env = ctx.env.clone();
     for (k, v) in [
         ("NO_COLOR", "1"),
@@ -182,7 +194,18 @@ impl Execution for BashExecution {
         cancel: CancellationToken,
         progress: ProgressSink,
     ) -> ToolResult {
-        if !self.cwd.is_dir() {
+        let is_dir = if ctx.environment.is_local() {
+            self.cwd.is_dir()
+        } else {
+            let env = ctx.environment.clone();
+            let cwd = self.cwd.clone();
+            match tokio::task::spawn_blocking(move || env.stat(&cwd)).await {
+                Ok(Ok(stat)) => stat.is_some_and(|s| s.kind == crate::environment::FileKind::Dir),
+                Ok(Err(e)) => return ToolResult::error(e.to_string()),
+                Err(e) => return ToolResult::error(format!("Bash failed: {e}")),
+            }
+        };
+        if !is_dir {
             return ToolResult::error(format!("cwd `{}` is not a directory.", self.cwd.display()));
         }
         let spec = TaskSpec {
@@ -193,6 +216,7 @@ impl Execution for BashExecution {
             foreground: !self.params.run_in_background,
             timeout: self.timeout,
             launcher: ctx.settings.launcher.clone(),
+            environment: ctx.environment.clone(),
         };
         let tasks = &ctx.tasks;
         let (info, mut output) = match tasks.spawn(spec) {

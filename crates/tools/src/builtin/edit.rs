@@ -47,6 +47,26 @@ fn load(path: &std::path::Path) -> Result<EditView, String> {
         }
         Err(err) => return Err(err.to_string()),
     };
+    view_of(path, bytes)
+}
+
+/// [`load`] through the context's environment (a remote target reads over its connection).
+fn load_in(
+    env: &dyn crate::environment::Environment,
+    path: &std::path::Path,
+) -> Result<Result<EditView, String>, crate::environment::EnvError> {
+    Ok(match env.read_regular(path)? {
+        Ok(bytes) => view_of(path, bytes),
+        Err(crate::environment::ReadError::Missing(_)) => Err(format!(
+            "`{}` does not exist. Use Write to create a new file.",
+            path.display()
+        )),
+        Err(crate::environment::ReadError::Other(msg)) => Err(msg),
+    })
+}
+
+fn view_of(path: &std::path::Path, bytes: Vec<u8>) -> Result<EditView, String> {
+    let shown = path.display();
     let (bom, body) = match bytes.strip_prefix(&[0xEF, 0xBB, 0xBF]) {
         Some(rest) => (true, rest.to_vec()),
         None => (false, bytes),
@@ -152,8 +172,21 @@ impl Tool for EditTool {
         let path = resolve_path(ctx, &params.path, PathUse::Write)?;
         let shown = path.display().to_string();
         // The diff is only for the approval display; the edit itself re-reads the file.
-        let small = std::fs::metadata(&path).is_ok_and(|m| m.len() <= super::MAX_DIFF_BYTES);
-        let diff = small.then(|| load(&path).ok()).flatten().and_then(|view| {
+        let view = if ctx.environment.is_local() {
+            let small = std::fs::metadata(&path).is_ok_and(|m| m.len() <= super::MAX_DIFF_BYTES);
+            small.then(|| load(&path).ok()).flatten()
+        } else {
+            let small = ctx
+                .environment
+                .stat(&path)?
+                .is_some_and(|s| s.len <= super::MAX_DIFF_BYTES);
+            if small {
+                load_in(ctx.environment.as_ref(), &path)?.ok()
+            } else {
+                None
+            }
+        };
+        let diff = view.and_then(|view| {
             apply(
                 &view,
                 &shown,
@@ -203,6 +236,9 @@ impl Execution for EditExecution {
         _cancel: CancellationToken,
         _progress: ProgressSink,
     ) -> ToolResult {
+        if !ctx.environment.is_local() {
+            return edit_remote(ctx, *self).await;
+        }
         let shown = self.path.display().to_string();
         if let Err(msg) = crate::path::check_unchanged_since_approval(&self.path) {
             return ToolResult::error(msg);
@@ -225,5 +261,45 @@ impl Execution for EditExecution {
         }
         ctx.stale.record(&self.path);
         ToolResult::ok(format!("Replaced {count} occurrence(s) in {shown}"))
+    }
+}
+
+/// Edit on a remote target: the file is read, changed here and written back, with the same
+/// checks as locally, each on the target.
+async fn edit_remote(ctx: &ToolContext, this: EditExecution) -> ToolResult {
+    let env = ctx.environment.clone();
+    let stale = ctx.stale.clone();
+    let done = tokio::task::spawn_blocking(move || {
+        let path = &this.path;
+        let shown = path.display().to_string();
+        if let Err(msg) = env.check_unchanged(path)? {
+            return Ok(ToolResult::error(msg));
+        }
+        let view = match load_in(env.as_ref(), path)? {
+            Ok(v) => v,
+            Err(msg) => return Ok(ToolResult::error(msg)),
+        };
+        if let Err(err) = stale.check_stat(path, env.stat(path)?) {
+            return Ok(ToolResult::error(err.to_string()));
+        }
+        let p = &this.params;
+        let (new_text, count) =
+            match apply(&view, &shown, &p.old_string, &p.new_string, p.replace_all) {
+                Ok(done) => done,
+                Err(msg) => return Ok(ToolResult::error(msg)),
+            };
+        match env.write_file(path, &encode(&view, &new_text), false)? {
+            Ok(stamp) => stale.record_stat(path, stamp),
+            Err(msg) => return Ok(ToolResult::error(msg)),
+        }
+        Ok::<_, crate::environment::EnvError>(ToolResult::ok(format!(
+            "Replaced {count} occurrence(s) in {shown}"
+        )))
+    })
+    .await;
+    match done {
+        Ok(Ok(result)) => result,
+        Ok(Err(e)) => ToolResult::error(e.to_string()),
+        Err(e) => ToolResult::error(format!("Edit failed: {e}")),
     }
 }

@@ -65,7 +65,7 @@ impl Tool for GlobTool {
         let params: Params = parse_args(args)?;
         let root = match &params.path {
             Some(p) => resolve_path(ctx, p, PathUse::Read)?,
-            None => crate::path::canonicalize_lenient(&ctx.cwd),
+            None => crate::path::canonical_cwd(ctx)?,
         };
         let mut pattern = params.pattern.trim_start_matches("./").to_owned();
         // An absolute pattern inside the searched directory is made relative to it.
@@ -86,18 +86,44 @@ impl Tool for GlobTool {
                 "pattern must not be empty".to_owned(),
             ));
         }
-        let matcher = globset::GlobBuilder::new(&pattern)
-            .literal_separator(true)
-            .build()
-            .map_err(|e| ToolError::InvalidArgs(format!("invalid glob pattern `{pattern}`: {e}")))?
-            .compile_matcher();
+        let matcher = compile(&pattern)?;
         let plan = ToolPlan::search("Glob", &params.pattern, &root, "Find files matching");
         Ok(Resolution::Run(Box::new(GlobExecution {
             plan,
             root,
             matcher,
+            pattern,
             include_ignored: params.include_ignored,
         })))
+    }
+}
+
+fn compile(pattern: &str) -> Result<globset::GlobMatcher, ToolError> {
+    Ok(globset::GlobBuilder::new(pattern)
+        .literal_separator(true)
+        .build()
+        .map_err(|e| ToolError::InvalidArgs(format!("invalid glob pattern `{pattern}`: {e}")))?
+        .compile_matcher())
+}
+
+/// The walk of an already-resolved `root` for a relative `pattern`: what the executor runs on
+/// a remote target (the same code as a local Glob).
+pub fn search(
+    root: &std::path::Path,
+    pattern: &str,
+    include_ignored: bool,
+    cancel: &CancellationToken,
+) -> ToolResult {
+    match compile(pattern) {
+        Ok(matcher) => GlobExecution {
+            plan: ToolPlan::search("Glob", pattern, root, "Find files matching"),
+            root: root.to_path_buf(),
+            matcher,
+            pattern: pattern.to_owned(),
+            include_ignored,
+        }
+        .run(cancel),
+        Err(e) => ToolResult::error(e.to_string()),
     }
 }
 
@@ -105,6 +131,7 @@ struct GlobExecution {
     plan: ToolPlan,
     root: PathBuf,
     matcher: globset::GlobMatcher,
+    pattern: String,
     include_ignored: bool,
 }
 
@@ -116,14 +143,28 @@ impl Execution for GlobExecution {
 
     async fn execute(
         self: Box<Self>,
-        _ctx: &ToolContext,
+        ctx: &ToolContext,
         cancel: CancellationToken,
         _progress: ProgressSink,
     ) -> ToolResult {
         let this = *self;
-        tokio::task::spawn_blocking(move || this.run(&cancel))
+        if ctx.environment.is_local() {
+            return tokio::task::spawn_blocking(move || this.run(&cancel))
+                .await
+                .unwrap_or_else(|e| ToolResult::error(format!("Glob failed: {e}")));
+        }
+        // On a remote target the walk runs where the files are; only results come back.
+        let request = crate::environment::GlobRequest {
+            root: this.root,
+            pattern: this.pattern,
+            include_ignored: this.include_ignored,
+        };
+        let env = ctx.environment.clone();
+        tokio::task::spawn_blocking(move || env.glob(&request, &cancel))
             .await
-            .unwrap_or_else(|e| ToolResult::error(format!("Glob failed: {e}")))
+            .map_err(|e| format!("Glob failed: {e}"))
+            .and_then(|r| r.map_err(|e| e.to_string()))
+            .unwrap_or_else(ToolResult::error)
     }
 }
 

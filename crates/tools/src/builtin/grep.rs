@@ -19,7 +19,7 @@ use tokio_util::sync::CancellationToken;
 use super::walk::{mtime, walk_builder};
 use crate::context::{ProgressSink, ToolContext};
 use crate::error::ToolError;
-use crate::path::{PathUse, canonicalize_lenient, is_sensitive_path, resolve_path};
+use crate::path::{PathUse, is_sensitive_path, resolve_path};
 use crate::result::ToolResult;
 use crate::tool::{Execution, Resolution, Tool, ToolPlan, parse_args};
 
@@ -28,7 +28,7 @@ pub const DEFAULT_HEAD_LIMIT: usize = 250;
 pub const MAX_COLUMNS: usize = 500;
 pub const OUTPUT_CAP_BYTES: usize = 10 * 1024 * 1024;
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, serde::Serialize, Default)]
 #[serde(rename_all = "snake_case")]
 pub enum OutputMode {
     #[default]
@@ -37,7 +37,7 @@ pub enum OutputMode {
     CountMatches,
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, serde::Serialize)]
 struct Params {
     pattern: String,
     path: Option<String>,
@@ -129,14 +129,32 @@ impl Execution for GrepExecution {
 
     async fn execute(
         self: Box<Self>,
-        _ctx: &ToolContext,
+        ctx: &ToolContext,
         cancel: CancellationToken,
         _progress: ProgressSink,
     ) -> ToolResult {
         let this = *self;
-        tokio::task::spawn_blocking(move || this.run(&cancel, TIME_BUDGET))
+        if ctx.environment.is_local() {
+            return tokio::task::spawn_blocking(move || this.run(&cancel, TIME_BUDGET))
+                .await
+                .unwrap_or_else(|e| ToolResult::error(format!("Grep failed: {e}")));
+        }
+        // On a remote target the search runs where the files are; only results come back.
+        let params = match serde_json::to_value(&this.params) {
+            Ok(v) => v,
+            Err(e) => return ToolResult::error(format!("Grep failed: {e}")),
+        };
+        let request = crate::environment::GrepRequest {
+            root: this.root,
+            params,
+            budget_ms: u64::try_from(TIME_BUDGET.as_millis()).unwrap_or(u64::MAX),
+        };
+        let env = ctx.environment.clone();
+        tokio::task::spawn_blocking(move || env.grep(&request, &cancel))
             .await
-            .unwrap_or_else(|e| ToolResult::error(format!("Grep failed: {e}")))
+            .map_err(|e| format!("Grep failed: {e}"))
+            .and_then(|r| r.map_err(|e| e.to_string()))
+            .unwrap_or_else(ToolResult::error)
     }
 }
 
@@ -460,11 +478,44 @@ pub async fn grep_with_budget(args: Value, ctx: &ToolContext, budget: Duration) 
         .unwrap_or_else(|e| ToolResult::error(format!("Grep failed: {e}")))
 }
 
+/// The search of an already-resolved `root` with the tool's arguments: what the executor runs
+/// on a remote target (the same code as a local Grep).
+pub fn search(
+    root: &std::path::Path,
+    args: Value,
+    cancel: &CancellationToken,
+    budget: Duration,
+) -> ToolResult {
+    let params: Params = match parse_args(args) {
+        Ok(p) => p,
+        Err(e) => return ToolResult::error(e.to_string()),
+    };
+    match build_matcher(&params) {
+        Ok(matcher) => GrepExecution {
+            plan: ToolPlan::search("Grep", &params.pattern, root, "Search for"),
+            root: root.to_path_buf(),
+            matcher,
+            params,
+        }
+        .run(cancel, budget),
+        Err(e) => ToolResult::error(e.to_string()),
+    }
+}
+
+fn build_matcher(params: &Params) -> Result<RegexMatcher, ToolError> {
+    RegexMatcherBuilder::new()
+        .case_insensitive(params.ignore_case)
+        .multi_line(params.multiline)
+        .dot_matches_new_line(params.multiline)
+        .build(&params.pattern)
+        .map_err(|e| ToolError::InvalidArgs(format!("invalid regex `{}`: {e}", params.pattern)))
+}
+
 fn prepare(args: Value, ctx: &ToolContext) -> Result<GrepExecution, ToolError> {
     let params: Params = parse_args(args)?;
     let root = match &params.path {
         Some(p) => resolve_path(ctx, p, PathUse::Read)?,
-        None => canonicalize_lenient(&ctx.cwd),
+        None => crate::path::canonical_cwd(ctx)?,
     };
     let matcher = RegexMatcherBuilder::new()
         .case_insensitive(params.ignore_case)

@@ -134,10 +134,18 @@ impl Execution for MediaExecution {
 
     async fn execute(
         self: Box<Self>,
-        _ctx: &ToolContext,
+        ctx: &ToolContext,
         _cancel: CancellationToken,
         _progress: ProgressSink,
     ) -> ToolResult {
+        if !ctx.environment.is_local() {
+            // Never read a same-named file of this machine instead of the target's.
+            return ToolResult::error(format!(
+                "ReadMediaFile does not work on remote environments yet (this session runs on `{}`). \
+                 Use Bash on the target (for example `file` or `identify`) to inspect the media file.",
+                ctx.environment.info().label()
+            ));
+        }
         let this = *self;
         tokio::task::spawn_blocking(move || {
             read_media(&this.path, this.region, this.full_resolution)

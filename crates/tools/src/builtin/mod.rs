@@ -8,7 +8,7 @@ pub mod glob;
 pub mod grep;
 pub mod media;
 pub mod read;
-mod regular;
+pub(crate) mod regular;
 pub mod task_tools;
 mod text;
 pub mod todo;

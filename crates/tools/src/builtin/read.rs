@@ -136,6 +136,24 @@ impl Execution for ReadExecution {
     ) -> ToolResult {
         let this = *self;
         let stale = ctx.stale.clone();
+        if !ctx.environment.is_local() {
+            let env = ctx.environment.clone();
+            let outcome = tokio::task::spawn_blocking(move || {
+                let (result, stamp) = env.read_text(&this.path, this.offset, this.n_lines)?;
+                if !result.is_error {
+                    stale.record_stat(&this.path, stamp);
+                }
+                Ok::<_, crate::environment::EnvError>(result)
+            })
+            .await;
+            let mut result = match outcome {
+                Ok(Ok(result)) => result,
+                Ok(Err(e)) => ToolResult::error(e.to_string()),
+                Err(e) => ToolResult::error(format!("Read failed: {e}")),
+            };
+            result.spill_exempt = true;
+            return result;
+        }
         let outcome = tokio::task::spawn_blocking(move || {
             let result = read_file(&this.path, this.offset, this.n_lines);
             if !result.is_error {

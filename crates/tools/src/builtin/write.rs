@@ -64,8 +64,17 @@ impl Tool for WriteTool {
         let params: Params = parse_args(args)?;
         let path = resolve_path(ctx, &params.path, PathUse::Write)?;
         let shown = path.display().to_string();
-        let exists = path.exists();
-        let diff = match (exists, diff_base(&path)) {
+        let (exists, base) = if ctx.environment.is_local() {
+            (path.exists(), diff_base(&path))
+        } else {
+            let stat = ctx.environment.stat(&path)?;
+            let base = stat
+                .filter(|s| s.len <= super::MAX_DIFF_BYTES)
+                .and_then(|_| ctx.environment.read_regular(&path).ok()?.ok())
+                .and_then(|bytes| String::from_utf8(bytes).ok());
+            (stat.is_some(), base)
+        };
+        let diff = match (exists, base) {
             (false, _) => Some(unified_diff(&shown, "", &params.content)),
             (true, Some(old)) => Some(match params.mode {
                 Mode::Overwrite => unified_diff(&shown, &old, &params.content),
@@ -114,6 +123,9 @@ impl Execution for WriteExecution {
         _cancel: CancellationToken,
         _progress: ProgressSink,
     ) -> ToolResult {
+        if !ctx.environment.is_local() {
+            return write_remote(ctx, *self).await;
+        }
         let shown = self.path.display().to_string();
         // Checked now rather than at planning: a Read earlier in the same batch counts.
         if let Err(err) = ctx.stale.check(&self.path) {
@@ -155,5 +167,38 @@ impl Execution for WriteExecution {
             Mode::Overwrite => ToolResult::ok(format!("Wrote {bytes} bytes to {shown}")),
             Mode::Append => ToolResult::ok(format!("Appended {bytes} bytes to {shown}")),
         }
+    }
+}
+
+/// Write on a remote target: the same checks in the same order, each on the target.
+async fn write_remote(ctx: &ToolContext, this: WriteExecution) -> ToolResult {
+    let env = ctx.environment.clone();
+    let stale = ctx.stale.clone();
+    let done = tokio::task::spawn_blocking(move || {
+        let path = &this.path;
+        let shown = path.display().to_string();
+        if let Err(err) = stale.check_stat(path, env.stat(path)?) {
+            return Ok(ToolResult::error(err.to_string()));
+        }
+        if let Err(msg) = env.check_unchanged(path)? {
+            return Ok(ToolResult::error(msg));
+        }
+        let append = this.mode == Mode::Append;
+        match env.write_file(path, this.content.as_bytes(), append)? {
+            Ok(stamp) => stale.record_stat(path, stamp),
+            Err(msg) => return Ok(ToolResult::error(msg)),
+        }
+        let bytes = this.content.len();
+        Ok::<_, crate::environment::EnvError>(if append {
+            ToolResult::ok(format!("Appended {bytes} bytes to {shown}"))
+        } else {
+            ToolResult::ok(format!("Wrote {bytes} bytes to {shown}"))
+        })
+    })
+    .await;
+    match done {
+        Ok(Ok(result)) => result,
+        Ok(Err(e)) => ToolResult::error(e.to_string()),
+        Err(e) => ToolResult::error(format!("Write failed: {e}")),
     }
 }

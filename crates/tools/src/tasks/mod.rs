@@ -104,7 +104,13 @@ pub struct TaskSpec {
     pub timeout: Option<Duration>,
     /// A command prefix the shell runs under (the OS sandbox helper), empty for none.
     pub launcher: Vec<String>,
+    /// Where the command runs (this machine or the session's remote target).
+    pub environment: Arc<dyn crate::environment::Environment>,
 }
+
+/// `TaskInfo::kind` of a shell task that runs on a remote target: its pid is the target's, so a
+/// later process must never signal that pid here.
+pub const REMOTE_BASH_KIND: &str = "remote_bash";
 
 pub(crate) struct TaskEntry {
     pub(crate) state: watch::Sender<TaskInfo>,
@@ -182,7 +188,16 @@ impl TaskManager {
             .collect();
         infos.sort_by_key(|i| i.started_at_ms);
         for mut info in infos {
-            if info.status == TaskStatus::Running {
+            if info.status == TaskStatus::Running && info.kind == REMOTE_BASH_KIND {
+                // The executor killed it when the connection of the process that started it
+                // ended; its pid means nothing on this machine.
+                info.status = TaskStatus::Lost;
+                info.ended_at_ms = Some(now_ms());
+                info.reason = Some(
+                    "The remote command ended with the connection of the kimi-rs process that started it.".to_owned(),
+                );
+                self.persist(&info);
+            } else if info.status == TaskStatus::Running {
                 // Nobody can collect this process's output or exit code any more.
                 let alive = info.pid.is_some_and(group_alive);
                 if !alive {

@@ -1,28 +1,18 @@
 //! Runs one task's process: streams its output to `output.log` and subscribers, enforces the
 //! deadline and the output cap, and handles stop requests.
 
-use std::process::Stdio;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::process::Command;
-use tokio::sync::{broadcast, mpsc};
+use tokio::io::AsyncWriteExt;
+use tokio::sync::broadcast;
 
-use super::process::kill_tree;
+use crate::environment::{ProcessControl, ProcessEnd, ProcessOutput, ShellSpec};
+
 use super::{
     OUTPUT_CAP_BYTES, OutputChunk, TaskEntry, TaskError, TaskInfo, TaskManager, TaskSpec,
     TaskStatus, new_entry, new_task_id, now_ms,
 };
-
-/// The shell commands run in: bash when present (the model writes bash), else sh.
-fn shell() -> &'static str {
-    if std::path::Path::new("/bin/bash").exists() {
-        "/bin/bash"
-    } else {
-        "/bin/sh"
-    }
-}
 
 /// How the runner's main loop ended.
 enum End {
@@ -30,6 +20,8 @@ enum End {
     Stop(String),
     Timeout,
     OutputCap,
+    /// The environment's connection ended; the executor killed the process with it.
+    Lost(String),
 }
 
 pub(super) fn spawn(
@@ -44,31 +36,27 @@ pub(super) fn spawn(
     let log = std::fs::File::create(&log_path)
         .map_err(|e| TaskError::Spawn(format!("cannot create {}: {e}", log_path.display())))?;
 
-    let mut cmd = match spec.launcher.split_first() {
-        Some((program, args)) => {
-            let mut cmd = Command::new(program);
-            cmd.args(args).arg(shell());
-            cmd
-        }
-        None => Command::new(shell()),
+    let shell = ShellSpec {
+        command: spec.command.clone(),
+        cwd: spec.cwd.clone(),
+        env: spec.env,
+        launcher: spec.launcher,
     };
-    cmd.arg("-c")
-        .arg(&spec.command)
-        .current_dir(&spec.cwd)
-        .env_clear()
-        .envs(spec.env.iter().map(|(k, v)| (k.as_str(), v.as_str())))
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        // Its own process group, so a stop reaches everything the command starts.
-        .process_group(0)
-        .kill_on_drop(false);
-    let mut child = cmd.spawn().map_err(|e| TaskError::Spawn(e.to_string()))?;
-    let pid = child.id();
+    let spawned = spec
+        .environment
+        .spawn(&shell)
+        .map_err(|e| TaskError::Spawn(e.to_string()))?
+        .map_err(TaskError::Spawn)?;
+    let pid = spawned.pid;
+    let kind = if spec.environment.is_local() {
+        "bash"
+    } else {
+        super::REMOTE_BASH_KIND
+    };
 
     let info = TaskInfo {
         id: id.clone(),
-        kind: "bash".to_owned(),
+        kind: kind.to_owned(),
         description: spec.description.clone(),
         command: spec.command.clone(),
         cwd: spec.cwd.clone(),
@@ -92,44 +80,18 @@ pub(super) fn spawn(
     manager.register(&id, entry.clone());
     manager.persist(&info);
 
-    let (chunk_tx, chunk_rx) = mpsc::channel::<(bool, Vec<u8>)>(64);
-    if let Some(stdout) = child.stdout.take() {
-        tokio::spawn(pump(stdout, false, chunk_tx.clone()));
-    }
-    if let Some(stderr) = child.stderr.take() {
-        tokio::spawn(pump(stderr, true, chunk_tx.clone()));
-    }
-    drop(chunk_tx);
     let manager = manager.clone();
     tokio::spawn(async move {
         run(
             manager,
             entry,
-            child,
-            chunk_rx,
+            spawned.control,
+            spawned.output,
             tokio::fs::File::from_std(log),
         )
         .await;
     });
     Ok((info, rx))
-}
-
-async fn pump(
-    mut reader: impl tokio::io::AsyncRead + Unpin,
-    stderr: bool,
-    tx: mpsc::Sender<(bool, Vec<u8>)>,
-) {
-    let mut buf = vec![0u8; 16 * 1024];
-    loop {
-        match reader.read(&mut buf).await {
-            Ok(0) | Err(_) => return,
-            Ok(n) => {
-                if tx.send((stderr, buf[..n].to_vec())).await.is_err() {
-                    return;
-                }
-            }
-        }
-    }
 }
 
 async fn sleep_until(deadline: Option<Instant>) {
@@ -142,8 +104,8 @@ async fn sleep_until(deadline: Option<Instant>) {
 async fn run(
     manager: Arc<TaskManager>,
     entry: Arc<TaskEntry>,
-    mut child: tokio::process::Child,
-    mut chunks: mpsc::Receiver<(bool, Vec<u8>)>,
+    mut child: Box<dyn ProcessControl>,
+    mut chunks: ProcessOutput,
     mut log: tokio::fs::File,
 ) {
     let mut total: u64 = 0;
@@ -152,9 +114,10 @@ async fn run(
     let end = loop {
         let deadline = *deadline_rx.borrow_and_update();
         tokio::select! {
-            status = child.wait() => {
-                break End::Exited(status.ok().and_then(|s| s.code()));
-            }
+            status = child.wait() => match status {
+                ProcessEnd::Exited(code) => break End::Exited(code),
+                ProcessEnd::Lost(reason) => break End::Lost(reason),
+            },
             chunk = chunks.recv(), if chunks_open => match chunk {
                 Some((stderr, bytes)) => {
                     total += bytes.len() as u64;
@@ -179,17 +142,17 @@ async fn run(
             _ = deadline_rx.changed() => {}
         }
     };
-    let pgid = child.id();
+    let mut end = end;
     let exit_code = match &end {
         End::Exited(code) => *code,
+        End::Lost(_) => None,
         End::Stop(_) | End::Timeout | End::OutputCap => {
-            if let Some(pgid) = pgid {
-                // Reap the leader while the group is being stopped, or it would linger as a
-                // zombie and keep the group "alive" for the whole grace period.
-                let (_, status) = tokio::join!(kill_tree(pgid, manager.kill_grace()), child.wait());
-                status.ok().and_then(|s| s.code())
-            } else {
-                None
+            match child.kill_group(manager.kill_grace()).await {
+                ProcessEnd::Exited(code) => code,
+                ProcessEnd::Lost(reason) => {
+                    end = End::Lost(reason);
+                    None
+                }
             }
         }
     };
@@ -220,6 +183,7 @@ async fn run(
             Some("Terminated by a signal.".to_owned()),
         ),
         End::Stop(reason) => (TaskStatus::Killed, Some(reason)),
+        End::Lost(reason) => (TaskStatus::Lost, Some(reason)),
         End::Timeout => {
             let limit = entry.state.borrow().timeout_s.unwrap_or(0);
             (
