@@ -79,6 +79,9 @@ impl App {
                 let text = self.editor.text().to_owned();
                 self.emit(UiAction::EditExternally(text));
             }
+            KeyCode::Char('b') if ctrl && self.shell_running.is_some() => {
+                self.op(Op::ShellToBackground);
+            }
             KeyCode::Char('b') if ctrl && self.shell_mode => {
                 let command = self.editor.expanded_text();
                 if !command.trim().is_empty() {

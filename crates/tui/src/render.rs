@@ -261,7 +261,9 @@ impl App {
                 format!("connecting {} MCP {servers}…", self.mcp_connecting),
             );
         }
-        if self.shell_mode {
+        if let Some(command) = &self.shell_running {
+            parts.insert(0, format!("running `{command}` (ctrl-b: background)"));
+        } else if self.shell_mode {
             parts.insert(0, "shell mode (ctrl-b: background)".to_owned());
         }
         parts.push("/help".to_owned());

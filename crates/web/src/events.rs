@@ -207,6 +207,8 @@ pub fn convert(event: &Event) -> Option<(&'static str, Value, bool)> {
         | Event::TaskStopped { .. }
         | Event::TaskOutput { .. }
         | Event::ShellOutput { .. }
+        | Event::ShellStarted { .. }
+        | Event::ShellBackgrounded { .. }
         | Event::McpStatus { .. }
         | Event::SessionTitle { .. } => None,
     }

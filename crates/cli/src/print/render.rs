@@ -231,6 +231,8 @@ impl<O: Write, E: Write> TurnWriter for TextWriter<O, E> {
             | Event::TaskStopped { .. }
             | Event::TaskOutput { .. }
             | Event::ShellOutput { .. }
+            | Event::ShellStarted { .. }
+            | Event::ShellBackgrounded { .. }
             | Event::McpStatus { .. }
             | Event::GoalQueue { .. }
         | Event::SessionTitle { .. }
@@ -450,6 +452,8 @@ impl<O: Write> TurnWriter for JsonWriter<O> {
             | Event::TaskStopped { .. }
             | Event::TaskOutput { .. }
             | Event::ShellOutput { .. }
+            | Event::ShellStarted { .. }
+            | Event::ShellBackgrounded { .. }
             | Event::McpStatus { .. }
             | Event::GoalQueue { .. }
         | Event::SessionTitle { .. }

@@ -200,6 +200,7 @@ async fn dispatch(rt: Arc<Runtime>, mut ops: mpsc::UnboundedReceiver<Op>) {
             | Op::StopTask { .. }
             | Op::TaskOutput { .. }
             | Op::Shell { .. }
+            | Op::ShellToBackground
             | Op::McpStatus
             | Op::SetTitle { .. }
             | Op::Fork) => rt.emit(Event::Error {

@@ -79,7 +79,8 @@ impl PermissionPolicy for ApproveAll {
 
 pub struct AgentConfig {
     pub session_id: String,
-    pub system_prompt: String,
+    /// Replaced between turns when an AGENTS.md changes (see `crate::prompt::instructions`).
+    pub system_prompt: crate::prompt::SystemPrompt,
     pub provider: Arc<dyn Provider>,
     pub params: ModelParams,
     /// The model's context window in tokens (0 = unknown).
@@ -103,6 +104,9 @@ pub struct AgentConfig {
     /// File checkpoints for rewind; `None` = off (`[checkpoint] enabled = false`, subagents:
     /// the parent's scan around the Agent call covers what they change).
     pub checkpoints: Option<Arc<crate::checkpoint::Checkpoints>>,
+    /// The AGENTS.md files watched for changes and discovered by tool calls; `None` = not
+    /// watched (subagents).
+    pub instructions: Option<Arc<crate::prompt::Instructions>>,
 }
 
 /// A prompt waiting for its turn.
@@ -309,6 +313,32 @@ impl Runtime {
 
     pub fn snapshot(&self) -> AgentStatus {
         self.shared().machine.snapshot()
+    }
+
+    /// Hand the agent a message it did not get from the user's prompt box (a cron fire, a
+    /// backgrounded `!command`): a steer into the running turn, otherwise a prompt that starts
+    /// one. `false` when the agent is shutting down.
+    pub fn inject(&self, input: Vec<ContentPart>, origin: Origin) -> bool {
+        let pending = Pending {
+            prompt_id: super::records::new_id("msg_"),
+            input,
+            origin,
+        };
+        let mut shared = self.shared();
+        if shared.shutting_down {
+            return false;
+        }
+        if shared.turn_cancel.is_some() {
+            shared.steers.push(pending);
+            shared.steer_signal.cancel();
+            shared.steer_signal = CancellationToken::new();
+        } else {
+            shared.jobs.push_back(Job::Prompt(pending));
+            shared.machine.queued = shared.jobs.len();
+        }
+        drop(shared);
+        self.wake.notify_one();
+        true
     }
 
     pub fn publish_status(&self) {

@@ -148,8 +148,9 @@ struct BashExecution {
     params: Params,
 }
 
-/// The child environment: the host's, plus non-interactive defaults unless already set.
-fn child_env(ctx: &ToolContext) -> Vec<(String, String)> {
+/// The child environment: the host's, plus non-interactive defaults unless already set. The
+/// user's `!` commands run with it too, so they see what the model's commands see.
+pub fn child_env(ctx: &ToolContext) -> Vec<(String, String)> {
     let mut env = ctx.env.clone();
     for (k, v) in [
         ("NO_COLOR", "1"),

@@ -506,6 +506,40 @@ fn shell_mode_sends_a_shell_op() {
 }
 
 #[test]
+fn ctrl_b_moves_the_running_shell_command_to_the_background() {
+    let mut h = Harness::new();
+    h.type_str("!sleep 100");
+    h.key(KeyCode::Enter);
+    h.actions();
+    h.event(Event::ShellStarted {
+        command: "sleep 100".into(),
+        task_id: "bash-1".into(),
+    });
+    assert_snapshot!("shell_running", h.screen(60, 4));
+    h.ctrl('b');
+    assert_eq!(h.actions(), vec![UiAction::Op(Op::ShellToBackground)]);
+    h.event(Event::ShellBackgrounded {
+        command: "sleep 100".into(),
+        task_id: "bash-1".into(),
+    });
+    assert!(
+        h.screen(80, 8).contains("runs in the background as task bash-1"),
+        "{}",
+        h.screen(80, 8)
+    );
+    // Nothing runs any more: Ctrl-B with a typed command starts it in the background.
+    h.type_str("make");
+    h.ctrl('b');
+    assert_eq!(
+        h.actions(),
+        vec![UiAction::Op(Op::Shell {
+            command: "make".into(),
+            background: true
+        })]
+    );
+}
+
+#[test]
 fn no_color_theme_uses_no_colours() {
     use kimi_tui::{App, AppOptions, Theme, ThemeChoice};
     let opts = AppOptions {
