@@ -496,14 +496,20 @@ fn mcp_panel_skill_completion_and_startup_warnings_in_a_real_terminal() {
     assert!(status.success(), "kimi-rs failed: {status}\n{text}");
 }
 
-/// Shell mode in a real terminal: a `!` command's output reaches the model with the next
-/// prompt, and Ctrl-B moves a running one to the background, where `/tasks` lists it and the
-/// model is told about it.
+/// The todo panel and shell mode in a real terminal: the model's `TodoList` shows above the
+/// prompt; a `!` command's output reaches the model with the next prompt, and Ctrl-B moves a
+/// running one to the background, where `/tasks` lists it and the model is told about it.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn shell_output_reaches_the_model_and_ctrl_b_backgrounds_a_command_in_a_real_terminal() {
+async fn todo_panel_shell_output_and_ctrl_b_in_a_real_terminal() {
     let work = tempfile::tempdir().unwrap();
     let home = tempfile::tempdir().unwrap();
     let server = ScriptServer::start(vec![
+        ScriptTurn::tool_calls(&[(
+            "call_todo",
+            "TodoList",
+            r#"{"todos":[{"title":"read the parser","status":"done"},{"title":"fix the off-by-one","status":"in_progress"},{"title":"add a regression test","status":"pending"}]}"#,
+        )]),
+        ScriptTurn::text("Planned."),
         ScriptTurn::text("It printed forty-two."),
         ScriptTurn::text("Noted: sleep runs in the background."),
     ])
@@ -512,8 +518,14 @@ async fn shell_output_reaches_the_model_and_ctrl_b_backgrounds_a_command_in_a_re
     let base_url = server.base_url();
     let (work_path, home_path) = (work.path().to_owned(), home.path().to_owned());
     tokio::task::spawn_blocking(move || {
-        let mut s = Session::spawn(&work_path, &home_path, &base_url, &[]);
+        let mut s = Session::spawn(&work_path, &home_path, &base_url, &["--yolo"]);
         s.wait_for("the prompt", |t| t.contains("ask anything"));
+        s.send(b"plan the fix\r");
+        let panel = s.wait_for("the todo panel", |t| {
+            t.contains("Planned.") && t.contains("Todo · 1/3 done")
+        });
+        assert!(panel.contains("◐ fix the off-by-one"), "{panel}");
+        assert!(panel.contains("○ add a regression test"), "{panel}");
         s.send(b"!echo answer-$((6*7))\r");
         s.wait_for("the command's output", |t| t.contains("answer-42"));
         s.send(b"\x7f"); // Backspace on empty input leaves shell mode
@@ -545,14 +557,14 @@ async fn shell_output_reaches_the_model_and_ctrl_b_backgrounds_a_command_in_a_re
     .unwrap();
     let requests = server.requests();
     assert!(
-        requests[0].raw_body.contains("<bash-stdout>answer-42"),
+        requests[2].raw_body.contains("<bash-stdout>answer-42"),
         "{}",
-        requests[0].raw_body
+        requests[2].raw_body
     );
     assert!(
-        requests[1].raw_body.contains("detached_by_user: true"),
+        requests[3].raw_body.contains("detached_by_user: true"),
         "{}",
-        requests[1].raw_body
+        requests[3].raw_body
     );
 }
 

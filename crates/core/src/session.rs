@@ -530,6 +530,10 @@ pub fn open_session(setup: SessionSetup) -> Result<OpenedSession, SessionError> 
     let queued = restored.queued_prompts.clone();
     let bind = restored.system_prompt.is_none();
     let agent = spawn_linked(config, log, queued, link, events);
+    // A resumed session's todo panel starts with the list its journal left.
+    if !restored.todos.is_empty() {
+        agent.handle.runtime().publish_todos();
+    }
     subagents.attach_caller(agent.handle.runtime());
     crate::swarm_mode::restore(agent.handle.runtime());
     if let Some(cron) = &cron {

@@ -432,6 +432,9 @@ pub enum Event {
         /// The task wrote more than `output` holds.
         truncated: bool,
     },
+    /// The agent's todo list as journaled now (after `TodoList`, undo, rewind, or at resume).
+    #[serde(rename = "todo.updated")]
+    TodosUpdated { todos: Vec<crate::record::TodoItem> },
     /// A foreground `!command` started as task `task_id` (Ctrl-B can background it).
     #[serde(rename = "shell.started")]
     ShellStarted { command: String, task_id: String },

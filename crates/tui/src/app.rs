@@ -109,6 +109,9 @@ pub struct App {
     pub(crate) shell_mode: bool,
     /// The running foreground `!command` (Ctrl-B moves it to the background).
     pub(crate) shell_running: Option<String>,
+    /// The agent's todo list (the panel above the prompt) and whether Ctrl-T expanded it.
+    pub(crate) todos: Vec<kimi_protocol::record::TodoItem>,
+    pub(crate) todos_expanded: bool,
     pub(crate) now: Instant,
     pub(crate) exit_armed: Option<Instant>,
     pub(crate) last_esc: Option<Instant>,
@@ -169,6 +172,8 @@ impl App {
             expanded: false,
             shell_mode: false,
             shell_running: None,
+            todos: Vec::new(),
+            todos_expanded: false,
             now,
             exit_armed: None,
             last_esc: None,
@@ -610,6 +615,7 @@ impl App {
                 is_error: false,
             }),
             Event::ShellStarted { command, .. } => self.shell_running = Some(command),
+            Event::TodosUpdated { todos } => self.todos_updated(todos),
             Event::ShellOutput {
                 command,
                 output,
@@ -626,7 +632,9 @@ impl App {
                 self.shell_running = None;
                 self.notice(
                     NoticeLevel::Info,
-                    format!("`{command}` runs in the background as task {task_id} (/tasks shows it)"),
+                    format!(
+                        "`{command}` runs in the background as task {task_id} (/tasks shows it)"
+                    ),
                 );
             }
             Event::McpStatus { status } => self.push(CellKind::Mcp(status)),

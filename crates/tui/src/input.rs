@@ -75,6 +75,7 @@ impl App {
             KeyCode::Enter => self.submit(),
             KeyCode::Char('s') if ctrl => self.steer(),
             KeyCode::Char('o') if ctrl => self.toggle_expanded(),
+            KeyCode::Char('t') if ctrl => self.toggle_todos(),
             KeyCode::Char('g') if ctrl => {
                 let text = self.editor.text().to_owned();
                 self.emit(UiAction::EditExternally(text));

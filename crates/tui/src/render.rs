@@ -72,6 +72,7 @@ impl App {
                 ));
             }
         }
+        out.extend(self.todo_lines(width));
         if let Some(strip) = self.goal_strip() {
             out.push(Line::styled(truncate(&strip, width), t.accent));
         }

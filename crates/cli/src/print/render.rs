@@ -224,6 +224,7 @@ impl<O: Write, E: Write> TurnWriter for TextWriter<O, E> {
             | Event::Usage { .. }
             | Event::Status { .. }
             | Event::SwarmMode { .. }
+            | Event::TodosUpdated { .. }
             | Event::GoalUpdated { change: None, .. }
             // Answers to host ops, which print mode never sends.
             | Event::SessionList { .. }
@@ -444,6 +445,7 @@ impl<O: Write> TurnWriter for JsonWriter<O> {
             | Event::Usage { .. }
             | Event::Status { .. }
             | Event::SwarmMode { .. }
+            | Event::TodosUpdated { .. }
             | Event::Warning { .. }
             | Event::Error { .. }
             // Answers to host ops, which print mode never sends.

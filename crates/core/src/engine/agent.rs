@@ -391,6 +391,7 @@ fn restore_undoable_state(rt: &Runtime) {
     }
     let todos = rt.log().todos().to_vec();
     rt.config.tool_ctx.todos.set(todos);
+    rt.publish_todos();
 }
 
 fn undo(rt: &Runtime, count: u32) {
@@ -404,6 +405,7 @@ fn undo(rt: &Runtime, count: u32) {
             }
             let todos = rt.log().todos().to_vec();
             rt.config.tool_ctx.todos.set(todos);
+            rt.publish_todos();
             rt.emit(Event::ContextUndone { turns: count });
         }
         Err(message) => rt.emit(Event::Error { message }),

@@ -281,8 +281,14 @@ impl Runtime {
     /// message) or, when no turn runs, is shown to the front ends at once. The journal keeps
     /// the records pending and writes them first on the next append.
     pub fn try_commit(&self, payloads: Vec<RecordPayload>) -> Result<(), String> {
+        let todos = payloads
+            .iter()
+            .any(|p| matches!(p, RecordPayload::TodoSet(_)));
         let result = self.log().commit(payloads);
         let Err(err) = result else {
+            if todos {
+                self.publish_todos();
+            }
             return Ok(());
         };
         let path = self.log().journal_path().display().to_string();
@@ -339,6 +345,12 @@ impl Runtime {
         drop(shared);
         self.wake.notify_one();
         true
+    }
+
+    /// Tell the front ends the todo list as the journal has it now (the todo panel).
+    pub fn publish_todos(&self) {
+        let todos = self.log().todos().to_vec();
+        self.emit(Event::TodosUpdated { todos });
     }
 
     pub fn publish_status(&self) {

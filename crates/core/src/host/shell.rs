@@ -264,7 +264,9 @@ fn backgrounded(rt: &Runtime, command: &str, info: &TaskInfo, so_far: &str) {
         command: command.to_owned(),
         task_id: info.id.clone(),
     });
-    let pid = info.pid.map_or_else(|| "unknown".to_owned(), |p| p.to_string());
+    let pid = info
+        .pid
+        .map_or_else(|| "unknown".to_owned(), |p| p.to_string());
     let mut text = format!(
         "task_id: {}\npid: {pid}\ndescription: {}\nstatus: {}\ndetached_by_user: true\n\
          automatic_notification: true\n\

@@ -227,8 +227,10 @@ impl Instructions {
             .max_by_key(|r| r.components().count());
         let chain: Vec<&Path> = match root {
             Some(root) => {
-                let mut chain: Vec<&Path> =
-                    dir.ancestors().take_while(|d| d.starts_with(root)).collect();
+                let mut chain: Vec<&Path> = dir
+                    .ancestors()
+                    .take_while(|d| d.starts_with(root))
+                    .collect();
                 chain.reverse();
                 chain
             }
@@ -378,7 +380,10 @@ impl SystemPrompt {
     }
 
     pub fn get(&self) -> String {
-        self.0.lock().unwrap_or_else(PoisonError::into_inner).clone()
+        self.0
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
     }
 
     pub fn set(&self, text: String) {

@@ -436,7 +436,8 @@ async fn user_shell_commands_reach_the_model_and_ctrl_b_backgrounds_them() {
     assert_eq!(
         texts,
         vec![
-            "<bash-input>\necho hi; echo '&lt;err&gt;' &gt;&amp;2; exit 2\n</bash-input>".to_owned(),
+            "<bash-input>\necho hi; echo '&lt;err&gt;' &gt;&amp;2; exit 2\n</bash-input>"
+                .to_owned(),
             "<bash-stdout>hi\n</bash-stdout><bash-stderr>&lt;err&gt;\n</bash-stderr>".to_owned(),
             "what did it print?".to_owned(),
         ]
@@ -498,7 +499,8 @@ async fn user_shell_commands_reach_the_model_and_ctrl_b_backgrounds_them() {
     let told = crate::harness::user_texts(&server.requests()[1].body);
     let notice = told.last().unwrap();
     assert!(
-        notice.contains(&format!("task_id: {task_id}")) && notice.contains("detached_by_user: true"),
+        notice.contains(&format!("task_id: {task_id}"))
+            && notice.contains("detached_by_user: true"),
         "{notice}"
     );
     host.send(&id, Op::ListTasks).await.unwrap();
@@ -531,7 +533,10 @@ async fn user_shell_commands_reach_the_model_and_ctrl_b_backgrounds_them() {
     );
 
     a.agent.handle.send(Op::Shutdown);
-    tokio::time::timeout(WAIT, a.agent.join).await.unwrap().unwrap();
+    tokio::time::timeout(WAIT, a.agent.join)
+        .await
+        .unwrap()
+        .unwrap();
     host.shutdown().await;
     crate::harness::assert_paired(&server);
 }

@@ -49,7 +49,11 @@ async fn an_edited_agents_md_rebuilds_the_prompt_and_a_touched_one_is_suggested(
     assert!(system(&requests[0].body).contains("Indent with tabs."));
     // The edit: a new prompt, and the model is told after the prompt that started the turn.
     let second = &requests[1].body;
-    assert!(system(second).contains("Indent with four spaces."), "{}", system(second));
+    assert!(
+        system(second).contains("Indent with four spaces."),
+        "{}",
+        system(second)
+    );
     assert!(!system(second).contains("Indent with tabs."));
     let texts = user_texts(second);
     let changed = texts.last().unwrap();

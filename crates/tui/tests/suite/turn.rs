@@ -523,7 +523,8 @@ fn ctrl_b_moves_the_running_shell_command_to_the_background() {
         task_id: "bash-1".into(),
     });
     assert!(
-        h.screen(80, 8).contains("runs in the background as task bash-1"),
+        h.screen(80, 8)
+            .contains("runs in the background as task bash-1"),
         "{}",
         h.screen(80, 8)
     );
@@ -537,6 +538,36 @@ fn ctrl_b_moves_the_running_shell_command_to_the_background() {
             background: true
         })]
     );
+}
+
+#[test]
+fn the_todo_panel_shows_the_list_above_the_prompt_and_ctrl_t_expands_it() {
+    use kimi_protocol::record::{TodoItem, TodoStatus};
+    let item = |title: &str, status| TodoItem {
+        title: title.into(),
+        status,
+    };
+    let mut h = Harness::new();
+    h.event(Event::TodosUpdated {
+        todos: vec![
+            item("read the failing test", TodoStatus::Done),
+            item("fix the parser", TodoStatus::InProgress),
+            item("add a regression test", TodoStatus::Pending),
+            item("update the changelog", TodoStatus::Pending),
+            item("run clippy", TodoStatus::Pending),
+            item("run the whole suite", TodoStatus::Pending),
+            item("write the summary", TodoStatus::Pending),
+        ],
+    });
+    // Collapsed: the five unfinished items first, the rest counted.
+    assert_snapshot!("todo_collapsed", h.screen(50, 10));
+    h.ctrl('t');
+    assert_snapshot!("todo_expanded", h.screen(50, 12));
+    // Updated live; a finished list leaves the screen.
+    h.event(Event::TodosUpdated {
+        todos: vec![item("fix the parser", TodoStatus::Done)],
+    });
+    assert!(!h.screen(50, 10).contains("Todo"), "{}", h.screen(50, 10));
 }
 
 #[test]
