@@ -497,6 +497,78 @@ fn mcp_panel_skill_completion_and_startup_warnings_in_a_real_terminal() {
     assert!(status.success(), "kimi-rs failed: {status}\n{text}");
 }
 
+/// The todo panel and shell mode in a real terminal: the model's `TodoList` shows above the
+/// prompt; a `!` command's output reaches the model with the next prompt, and Ctrl-B moves a
+/// running one to the background, where `/tasks` lists it and the model is told about it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn todo_panel_shell_output_and_ctrl_b_in_a_real_terminal() {
+    let work = tempfile::tempdir().unwrap();
+    let home = tempfile::tempdir().unwrap();
+    let server = ScriptServer::start(vec![
+        ScriptTurn::tool_calls(&[(
+            "call_todo",
+            "TodoList",
+            r#"{"todos":[{"title":"read the parser","status":"done"},{"title":"fix the off-by-one","status":"in_progress"},{"title":"add a regression test","status":"pending"}]}"#,
+        )]),
+        ScriptTurn::text("Planned."),
+        ScriptTurn::text("It printed forty-two."),
+        ScriptTurn::text("Noted: sleep runs in the background."),
+    ])
+    .await
+    .unwrap();
+    let base_url = server.base_url();
+    let (work_path, home_path) = (work.path().to_owned(), home.path().to_owned());
+    tokio::task::spawn_blocking(move || {
+        let mut s = Session::spawn(&work_path, &home_path, &base_url, &["--yolo"]);
+        s.wait_for("the prompt", |t| t.contains("ask anything"));
+        s.send(b"plan the fix\r");
+        let panel = s.wait_for("the todo panel", |t| {
+            t.contains("Planned.") && t.contains("Todo · 1/3 done")
+        });
+        assert!(panel.contains("◐ fix the off-by-one"), "{panel}");
+        assert!(panel.contains("○ add a regression test"), "{panel}");
+        s.send(b"!echo answer-$((6*7))\r");
+        s.wait_for("the command's output", |t| t.contains("answer-42"));
+        s.send(b"\x7f"); // Backspace on empty input leaves shell mode
+        s.send(b"what did it print?\r");
+        s.wait_for("the answer", |t| t.contains("It printed forty-two."));
+        s.send(b"!sleep 30\r");
+        s.wait_for("the running command in the footer", |t| {
+            t.contains("running `sleep 30`")
+        });
+        s.send(b"\x02"); // Ctrl-B
+        s.wait_for("the background notice", |t| {
+            t.contains("runs in the background as task")
+        });
+        s.wait_for("the model told of it", |t| {
+            t.contains("Noted: sleep runs in the background.")
+        });
+        s.send(b"\x7f");
+        s.send(b"/tasks\r");
+        s.wait_for("the task browser", |t| {
+            t.contains("! sleep 30") && t.contains("running")
+        });
+        s.send(b"\x1b");
+        s.wait_for("the task browser closed", |t| !t.contains("! sleep 30"));
+        s.send(b"\x04");
+        let (status, text) = s.wait_exit("Ctrl-D");
+        assert!(status.success(), "kimi-rs failed: {status}\n{text}");
+    })
+    .await
+    .unwrap();
+    let requests = server.requests();
+    assert!(
+        requests[2].raw_body.contains("<bash-stdout>answer-42"),
+        "{}",
+        requests[2].raw_body
+    );
+    assert!(
+        requests[3].raw_body.contains("detached_by_user: true"),
+        "{}",
+        requests[3].raw_body
+    );
+}
+
 /// The Reliability acceptance: a steer typed with Ctrl-S while a tool runs, then kill -9 — the
 /// steer reaches the model after `kimi-rs -S <id>`, exactly once.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -497,6 +497,22 @@ pub fn open_session(setup: SessionSetup) -> Result<OpenedSession, SessionError> 
         Some(text) => text.clone(),
         None => render_profile_prompt(&profile, &prompt_env, true)?,
     };
+    // AGENTS.md as it is now is the baseline: edits made while no kimi-rs ran are not
+    // announced (as in the reference), edits from here on rebuild the prompt.
+    let instructions = {
+        let (profile, env) = (profile.clone(), prompt_env.clone());
+        let (name, file) = (profile.name.clone(), profile.file().map(Path::to_owned));
+        crate::prompt::Instructions::new(
+            &setup.home,
+            std::env::home_dir().as_deref(),
+            &setup.cwd,
+            &setup.additional_dirs,
+            (&name, file.as_deref()),
+            Box::new(move || {
+                render_profile_prompt(&profile, &env, true).map_err(|err| err.to_string())
+            }),
+        )
+    };
     let agent_dir = journal
         .parent()
         .map_or_else(|| session.dir.clone(), Path::to_path_buf);
@@ -646,7 +662,7 @@ pub fn open_session(setup: SessionSetup) -> Result<OpenedSession, SessionError> 
     }
     let config = AgentConfig {
         session_id: session.state.id.clone(),
-        system_prompt: system_prompt.clone(),
+        system_prompt: crate::prompt::SystemPrompt::new(system_prompt.clone()),
         model: ModelSlot::new(model),
         models: setup.models.clone(),
         max_steps_per_turn: setup.max_steps_per_turn,
@@ -678,10 +694,15 @@ pub fn open_session(setup: SessionSetup) -> Result<OpenedSession, SessionError> 
         goal: Some(goals.clone()),
         compaction,
         checkpoints,
+        instructions: Some(Arc::new(instructions)),
     };
     let queued = restored.queued_prompts.clone();
     let bind = restored.system_prompt.is_none();
     let agent = spawn_linked(config, log, queued, link, events);
+    // A resumed session's todo panel starts with the list its journal left.
+    if !restored.todos.is_empty() {
+        agent.handle.runtime().publish_todos();
+    }
     subagents.attach_caller(agent.handle.runtime());
     crate::swarm_mode::restore(agent.handle.runtime());
     if let Some(cron) = &cron {

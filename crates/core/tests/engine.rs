@@ -18,6 +18,8 @@ mod durable_steers;
 mod errors;
 #[path = "engine/host.rs"]
 mod host;
+#[path = "engine/instructions.rs"]
+mod instructions;
 #[path = "engine/interrupts.rs"]
 mod interrupts;
 #[path = "engine/model_switch.rs"]

@@ -167,14 +167,19 @@ pub enum Op {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         max_bytes: Option<u64>,
     },
-    /// A `!command` the user runs in the session's directory (not a model tool call);
-    /// answered with `Event::ShellOutput`. `background` answers later without holding up the
-    /// ops sent after it.
+    /// A `!command` the user runs in the session's directory (not a model tool call). The
+    /// command and its output join the conversation (the model sees them). A foreground one is
+    /// announced with `Event::ShellStarted` and answered with `Event::ShellOutput`; with
+    /// `background` it starts as a background task at once (`Event::ShellBackgrounded`).
     Shell {
         command: String,
         #[serde(default)]
         background: bool,
     },
+    /// Ctrl-B: move the running foreground `!command` to the background as a task (it shows in
+    /// the task list and the model is told when it ends); answered with
+    /// `Event::ShellBackgrounded`, or `Event::Error` when none runs.
+    ShellToBackground,
     /// Answered with `Event::McpStatus`.
     McpStatus,
     /// Name the session (`/title <text>`, kept over later prompts), or with `None` ask for its
@@ -198,6 +203,7 @@ impl Op {
                 | Op::StopTask { .. }
                 | Op::TaskOutput { .. }
                 | Op::Shell { .. }
+                | Op::ShellToBackground
                 | Op::McpStatus
                 | Op::SetTitle { .. }
                 | Op::Fork
@@ -472,12 +478,21 @@ pub enum Event {
         /// The task wrote more than `output` holds.
         truncated: bool,
     },
+    /// The agent's todo list as journaled now (after `TodoList`, undo, rewind, or at resume).
+    #[serde(rename = "todo.updated")]
+    TodosUpdated { todos: Vec<crate::record::TodoItem> },
+    /// A foreground `!command` started as task `task_id` (Ctrl-B can background it).
+    #[serde(rename = "shell.started")]
+    ShellStarted { command: String, task_id: String },
     #[serde(rename = "shell.output")]
     ShellOutput {
         command: String,
         output: String,
         is_error: bool,
     },
+    /// A `!command` runs in the background as task `task_id` (`/tasks` lists it).
+    #[serde(rename = "shell.backgrounded")]
+    ShellBackgrounded { command: String, task_id: String },
     #[serde(rename = "mcp.status")]
     McpStatus { status: McpStatus },
     /// The session's title (`None` while untitled); `changed` when `Op::SetTitle` set it.

@@ -107,6 +107,11 @@ pub struct App {
     pub(crate) context_tokens: u64,
     pub(crate) expanded: bool,
     pub(crate) shell_mode: bool,
+    /// The running foreground `!command` (Ctrl-B moves it to the background).
+    pub(crate) shell_running: Option<String>,
+    /// The agent's todo list (the panel above the prompt) and whether Ctrl-T expanded it.
+    pub(crate) todos: Vec<kimi_protocol::record::TodoItem>,
+    pub(crate) todos_expanded: bool,
     pub(crate) now: Instant,
     pub(crate) exit_armed: Option<Instant>,
     pub(crate) last_esc: Option<Instant>,
@@ -170,6 +175,9 @@ impl App {
             context_tokens: 0,
             expanded: false,
             shell_mode: false,
+            shell_running: None,
+            todos: Vec::new(),
+            todos_expanded: false,
             now,
             exit_armed: None,
             last_esc: None,
@@ -643,15 +651,29 @@ impl App {
                 output,
                 is_error: false,
             }),
+            Event::ShellStarted { command, .. } => self.shell_running = Some(command),
+            Event::TodosUpdated { todos } => self.todos_updated(todos),
             Event::ShellOutput {
                 command,
                 output,
                 is_error,
-            } => self.push(CellKind::Shell {
-                command,
-                output,
-                is_error,
-            }),
+            } => {
+                self.shell_running = None;
+                self.push(CellKind::Shell {
+                    command,
+                    output,
+                    is_error,
+                });
+            }
+            Event::ShellBackgrounded { command, task_id } => {
+                self.shell_running = None;
+                self.notice(
+                    NoticeLevel::Info,
+                    format!(
+                        "`{command}` runs in the background as task {task_id} (/tasks shows it)"
+                    ),
+                );
+            }
             Event::McpStatus { status } => self.push(CellKind::Mcp(status)),
             Event::GoalUpdated { goal, change } => self.goal_updated(goal, change),
             Event::GoalQueue { goals } => self.goal_queue_listed(goals),

@@ -75,9 +75,13 @@ impl App {
             KeyCode::Enter => self.submit(),
             KeyCode::Char('s') if ctrl => self.steer(),
             KeyCode::Char('o') if ctrl => self.toggle_expanded(),
+            KeyCode::Char('t') if ctrl => self.toggle_todos(),
             KeyCode::Char('g') if ctrl => {
                 let text = self.editor.text().to_owned();
                 self.emit(UiAction::EditExternally(text));
+            }
+            KeyCode::Char('b') if ctrl && self.shell_running.is_some() => {
+                self.op(Op::ShellToBackground);
             }
             KeyCode::Char('b') if ctrl && self.shell_mode => {
                 let command = self.editor.expanded_text();

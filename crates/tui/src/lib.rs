@@ -44,6 +44,7 @@ pub mod rewind;
 pub mod runtime;
 pub mod swarm;
 pub mod theme;
+pub mod todo_panel;
 pub mod tool_card;
 pub mod wrap;
 

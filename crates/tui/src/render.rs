@@ -74,6 +74,7 @@ impl App {
         if let Some(pane) = &self.btw {
             out.extend(pane.lines(t, width));
         }
+        out.extend(self.todo_lines(width));
         if let Some(strip) = self.goal_strip() {
             out.push(Line::styled(truncate(&strip, width), t.accent));
         }
@@ -272,7 +273,9 @@ impl App {
                 format!("connecting {} MCP {servers}…", self.mcp_connecting),
             );
         }
-        if self.shell_mode {
+        if let Some(command) = &self.shell_running {
+            parts.insert(0, format!("running `{command}` (ctrl-b: background)"));
+        } else if self.shell_mode {
             parts.insert(0, "shell mode (ctrl-b: background)".to_owned());
         }
         parts.push("/help".to_owned());

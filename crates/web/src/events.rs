@@ -205,6 +205,7 @@ pub fn convert(event: &Event) -> Option<(&'static str, Value, bool)> {
         Event::BtwAnswered { .. } => volatile("btw.answered", payload_of(event)),
         Event::GoalUpdated { .. } => durable("goal.updated", payload_of(event)),
         Event::GoalQueue { .. } => volatile("goal.queue", payload_of(event)),
+        Event::TodosUpdated { .. } => durable("todo.updated", payload_of(event)),
         // Answers to host ops, which this server's clients do not send (sessions are listed
         // over REST).
         Event::SessionList { .. }
@@ -212,6 +213,8 @@ pub fn convert(event: &Event) -> Option<(&'static str, Value, bool)> {
         | Event::TaskStopped { .. }
         | Event::TaskOutput { .. }
         | Event::ShellOutput { .. }
+        | Event::ShellStarted { .. }
+        | Event::ShellBackgrounded { .. }
         | Event::McpStatus { .. }
         | Event::SessionTitle { .. } => None,
     }

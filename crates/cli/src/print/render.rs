@@ -226,6 +226,7 @@ impl<O: Write, E: Write> TurnWriter for TextWriter<O, E> {
             | Event::Usage { .. }
             | Event::Status { .. }
             | Event::SwarmMode { .. }
+            | Event::TodosUpdated { .. }
             | Event::GoalUpdated { change: None, .. }
             // Answers to host ops, which print mode never sends.
             | Event::SessionList { .. }
@@ -233,6 +234,8 @@ impl<O: Write, E: Write> TurnWriter for TextWriter<O, E> {
             | Event::TaskStopped { .. }
             | Event::TaskOutput { .. }
             | Event::ShellOutput { .. }
+            | Event::ShellStarted { .. }
+            | Event::ShellBackgrounded { .. }
             | Event::McpStatus { .. }
             | Event::GoalQueue { .. }
         | Event::SessionTitle { .. }
@@ -449,6 +452,7 @@ impl<O: Write> TurnWriter for JsonWriter<O> {
             | Event::Usage { .. }
             | Event::Status { .. }
             | Event::SwarmMode { .. }
+            | Event::TodosUpdated { .. }
             | Event::Warning { .. }
             | Event::Error { .. }
             // Answers to host ops, which print mode never sends.
@@ -457,6 +461,8 @@ impl<O: Write> TurnWriter for JsonWriter<O> {
             | Event::TaskStopped { .. }
             | Event::TaskOutput { .. }
             | Event::ShellOutput { .. }
+            | Event::ShellStarted { .. }
+            | Event::ShellBackgrounded { .. }
             | Event::McpStatus { .. }
             | Event::GoalQueue { .. }
         | Event::SessionTitle { .. }

@@ -11,7 +11,6 @@ use chrono::Local;
 use kimi_protocol::origin::KnownOrigin;
 use kimi_protocol::{ContentPart, Origin, RecordPayload};
 use tokio::task::JoinHandle;
-use tokio_util::sync::CancellationToken;
 
 use super::expr::{CronExpr, CronExprError};
 use super::schedule::{self, Fire};
@@ -19,8 +18,7 @@ use super::{
     CronJob, CronOptions, MAX_JOBS, MAX_PROMPT_BYTES, ONE_SHOT_MAX_AHEAD_MS, add_record,
     cursor_record, delete_record,
 };
-use crate::engine::records as rec;
-use crate::engine::runtime::{Job, Pending, Runtime};
+use crate::engine::runtime::Runtime;
 
 /// How often the poll looks for due jobs.
 pub const POLL_INTERVAL: Duration = Duration::from_secs(1);
@@ -349,34 +347,18 @@ fn unique_id(jobs: &[CronJob]) -> String {
 /// Hand a fire to the agent: a steer when a turn is running, otherwise a queued prompt that
 /// starts a turn. `false` when the agent is shutting down.
 fn deliver(rt: &Runtime, job: &CronJob, fire: &Fire) -> bool {
-    let pending = Pending {
-        prompt_id: rec::new_id("msg_"),
-        input: vec![ContentPart::text(schedule::envelope(
+    rt.inject(
+        vec![ContentPart::text(schedule::envelope(
             job,
             fire.coalesced_count,
             fire.stale,
         ))],
-        origin: Origin::Known(KnownOrigin::CronJob {
+        Origin::Known(KnownOrigin::CronJob {
             job_id: job.id.clone(),
             cron: job.cron.clone(),
             recurring: job.recurring,
             coalesced_count: fire.coalesced_count,
             stale: fire.stale,
         }),
-    };
-    let mut shared = rt.shared();
-    if shared.shutting_down {
-        return false;
-    }
-    if shared.turn_cancel.is_some() {
-        shared.steers.push(pending);
-        shared.steer_signal.cancel();
-        shared.steer_signal = CancellationToken::new();
-    } else {
-        shared.jobs.push_back(Job::Prompt(pending));
-        shared.machine.queued = shared.jobs.len();
-    }
-    drop(shared);
-    rt.wake.notify_one();
-    true
+    )
 }

@@ -209,6 +209,7 @@ async fn dispatch(rt: Arc<Runtime>, mut ops: mpsc::UnboundedReceiver<Op>) {
             | Op::StopTask { .. }
             | Op::TaskOutput { .. }
             | Op::Shell { .. }
+            | Op::ShellToBackground
             | Op::McpStatus
             | Op::SetTitle { .. }
             | Op::Fork) => rt.emit(Event::Error {
@@ -442,6 +443,7 @@ fn restore_undoable_state(rt: &Runtime) {
     }
     let todos = rt.log().todos().to_vec();
     rt.config.tool_ctx.todos.set(todos);
+    rt.publish_todos();
 }
 
 fn undo(rt: &Runtime, count: u32) {
@@ -455,6 +457,7 @@ fn undo(rt: &Runtime, count: u32) {
             }
             let todos = rt.log().todos().to_vec();
             rt.config.tool_ctx.todos.set(todos);
+            rt.publish_todos();
             rt.emit(Event::ContextUndone { turns: count });
         }
         Err(message) => rt.emit(Event::Error { message }),

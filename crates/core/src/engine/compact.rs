@@ -22,7 +22,7 @@ use crate::hooks::HookEventData;
 
 /// Tokens the next request would carry: system prompt, tool schemas and history.
 pub fn context_tokens(rt: &Runtime) -> u64 {
-    estimate_text(&rt.config.system_prompt)
+    estimate_text(&rt.config.system_prompt.get())
         + estimate_tools(&rt.config.tools.schemas())
         + estimate_messages(rt.log().history().messages())
 }
@@ -52,7 +52,7 @@ async fn ask_for_summary(
         params.max_tokens = Some(u32::try_from(cap).unwrap_or(u32::MAX));
     }
     let chat = ChatRequest {
-        system: rt.config.system_prompt.clone(),
+        system: rt.config.system_prompt.get(),
         messages: project(&request.messages).messages,
         tools: Vec::new(),
         params,
@@ -110,7 +110,7 @@ pub async fn run(
     let manual = matches!(trigger, Trigger::Manual { .. });
     let history = rt.log().history().messages().to_vec();
     let overhead =
-        estimate_text(&rt.config.system_prompt) + estimate_tools(&rt.config.tools.schemas());
+        estimate_text(&rt.config.system_prompt.get()) + estimate_tools(&rt.config.tools.schemas());
     let loop_idle = rt.shared().turn_cancel.is_none();
     let begun = rt.compaction().begin(BeginInput {
         trigger,

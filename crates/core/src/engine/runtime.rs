@@ -92,7 +92,8 @@ impl PermissionPolicy for ApproveAll {
 
 pub struct AgentConfig {
     pub session_id: String,
-    pub system_prompt: String,
+    /// Replaced between turns when an AGENTS.md changes (see `crate::prompt::instructions`).
+    pub system_prompt: crate::prompt::SystemPrompt,
     /// The model in use: every request reads it, `Op::SetModel` / `Op::SetEffort` change it.
     pub model: ModelSlot,
     /// Builds the models `Op::SetModel` may switch to; `None` = this agent cannot switch.
@@ -116,6 +117,9 @@ pub struct AgentConfig {
     /// File checkpoints for rewind; `None` = off (`[checkpoint] enabled = false`, subagents:
     /// the parent's scan around the Agent call covers what they change).
     pub checkpoints: Option<Arc<crate::checkpoint::Checkpoints>>,
+    /// The AGENTS.md files watched for changes and discovered by tool calls; `None` = not
+    /// watched (subagents).
+    pub instructions: Option<Arc<crate::prompt::Instructions>>,
 }
 
 /// A prompt waiting for its turn.
@@ -308,8 +312,14 @@ impl Runtime {
     /// message) or, when no turn runs, is shown to the front ends at once. The journal keeps
     /// the records pending and writes them first on the next append.
     pub fn try_commit(&self, payloads: Vec<RecordPayload>) -> Result<(), String> {
+        let todos = payloads
+            .iter()
+            .any(|p| matches!(p, RecordPayload::TodoSet(_)));
         let result = self.log().commit(payloads);
         let Err(err) = result else {
+            if todos {
+                self.publish_todos();
+            }
             return Ok(());
         };
         let path = self.log().journal_path().display().to_string();
@@ -340,6 +350,38 @@ impl Runtime {
 
     pub fn snapshot(&self) -> AgentStatus {
         self.shared().machine.snapshot()
+    }
+
+    /// Hand the agent a message it did not get from the user's prompt box (a cron fire, a
+    /// backgrounded `!command`): a steer into the running turn, otherwise a prompt that starts
+    /// one. `false` when the agent is shutting down.
+    pub fn inject(&self, input: Vec<ContentPart>, origin: Origin) -> bool {
+        let pending = Pending {
+            prompt_id: super::records::new_id("msg_"),
+            input,
+            origin,
+        };
+        let mut shared = self.shared();
+        if shared.shutting_down {
+            return false;
+        }
+        if shared.turn_cancel.is_some() {
+            shared.steers.push(pending);
+            shared.steer_signal.cancel();
+            shared.steer_signal = CancellationToken::new();
+        } else {
+            shared.jobs.push_back(Job::Prompt(pending));
+            shared.machine.queued = shared.jobs.len();
+        }
+        drop(shared);
+        self.wake.notify_one();
+        true
+    }
+
+    /// Tell the front ends the todo list as the journal has it now (the todo panel).
+    pub fn publish_todos(&self) {
+        let todos = self.log().todos().to_vec();
+        self.emit(Event::TodosUpdated { todos });
     }
 
     pub fn publish_status(&self) {

@@ -218,6 +218,7 @@ pub async fn run_turn(rt: &Arc<Runtime>, prompt: Pending, cancel: CancellationTo
     }
 
     rt.compaction().turn_started();
+    crate::prompt::instructions::turn_start(rt, &prompt.prompt_id);
     let mut ids = ToolCallIdNormalizer::new();
     ids.seed_from(rt.log().history().messages());
     let mut repeat = RepeatGuard::default();
@@ -232,6 +233,7 @@ pub async fn run_turn(rt: &Arc<Runtime>, prompt: Pending, cancel: CancellationTo
         consume_steers(rt, turn_id);
         consume_task_notices(rt);
         crate::plan::reminders::inject(rt, &prompt.prompt_id);
+        crate::prompt::instructions::step_head(rt, &prompt.prompt_id);
         crate::swarm_mode::sync(rt, Some(&prompt.prompt_id));
         crate::goal::engine::step_head(rt, turn_id);
         step += 1;
@@ -454,7 +456,7 @@ async fn run_step(
             rt.commit(vec![rec::step_begin(&uuid, turn_id, step)]);
         }
         let request = ChatRequest {
-            system: rt.config.system_prompt.clone(),
+            system: rt.config.system_prompt.get(),
             messages,
             tools: rt.config.tools.schemas(),
             params: rt.config.model.get().params,

@@ -30,6 +30,9 @@ pub(super) struct TurnHost<'a> {
 #[async_trait::async_trait]
 impl BatchHost for TurnHost<'_> {
     async fn before_run(&self, call: &ToolCall, plan: &ToolPlan) -> Option<Ticket> {
+        if let Some(instructions) = &self.rt.config.instructions {
+            instructions.touched(&call.name, call.arguments.as_deref(), plan);
+        }
         let checkpoints = self.rt.config.checkpoints.clone()?;
         let kind = capture_kind(&call.name, plan);
         if kind == CaptureKind::None {

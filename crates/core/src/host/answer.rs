@@ -15,6 +15,7 @@ pub(super) struct Context<'a> {
     pub handle: &'a AgentHandle,
     pub cwd: &'a Path,
     pub extras: &'a dyn SessionExtras,
+    pub shell: &'a std::sync::Arc<super::shell::ShellSlot>,
 }
 
 /// The task browser shows this much of each task's output.
@@ -70,23 +71,8 @@ pub(super) async fn answer(ctx: &Context<'_>, op: Op) {
         Op::Shell {
             command,
             background,
-        } => {
-            let rt = rt.clone();
-            let cwd = ctx.cwd.to_owned();
-            let run = async move {
-                let (output, is_error) = shell(&command, &cwd).await;
-                rt.emit(Event::ShellOutput {
-                    command,
-                    output,
-                    is_error,
-                });
-            };
-            if background {
-                tokio::spawn(run);
-            } else {
-                run.await;
-            }
-        }
+        } => super::shell::start(ctx.shell, rt, ctx.cwd.to_owned(), command, background),
+        Op::ShellToBackground => super::shell::to_background(ctx.shell, rt),
         Op::McpStatus => rt.emit(Event::McpStatus {
             status: ctx.extras.mcp_status(),
         }),
@@ -180,23 +166,4 @@ fn tasks(ctx: &Context<'_>) -> Vec<TaskSummary> {
             id: t.id,
         })
         .collect()
-}
-
-/// Run a `!command` with `sh -c` in `cwd`: its stdout then stderr, and whether it failed.
-async fn shell(command: &str, cwd: &Path) -> (String, bool) {
-    let out = tokio::process::Command::new("sh")
-        .arg("-c")
-        .arg(command)
-        .current_dir(cwd)
-        .stdin(std::process::Stdio::null())
-        .output()
-        .await;
-    match out {
-        Ok(out) => {
-            let mut text = String::from_utf8_lossy(&out.stdout).into_owned();
-            text.push_str(&String::from_utf8_lossy(&out.stderr));
-            (text, !out.status.success())
-        }
-        Err(err) => (format!("cannot run the command: {err}"), true),
-    }
 }

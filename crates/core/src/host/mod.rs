@@ -11,6 +11,7 @@
 //! [`answer`].
 
 mod answer;
+pub mod shell;
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -90,6 +91,8 @@ struct Hosted {
     handle: AgentHandle,
     cwd: PathBuf,
     extras: Arc<dyn SessionExtras>,
+    /// Its running foreground `!command`.
+    shell: Arc<shell::ShellSlot>,
 }
 
 /// Opens sessions, routes every op, answers the host ops.
@@ -142,6 +145,7 @@ impl SessionHost {
                 handle: opened.agent.handle.clone(),
                 cwd: cwd.to_owned(),
                 extras,
+                shell: Arc::default(),
             },
         );
         Ok(opened)
@@ -173,10 +177,10 @@ impl SessionHost {
     }
 
     /// Send `op` to `session_id`. Host ops are answered on the session's event stream (a
-    /// foreground `Op::Shell` before this returns); other ops are prepared (skill commands)
+    /// `!command` when it ends, without holding up later ops); other ops are prepared (skill commands)
     /// and handed to the agent.
     pub async fn send(&self, session_id: &str, op: Op) -> Result<(), HostError> {
-        let (handle, cwd, extras) = {
+        let (handle, cwd, extras, shell) = {
             let sessions = self.sessions();
             let hosted = sessions
                 .get(session_id)
@@ -185,6 +189,7 @@ impl SessionHost {
                 hosted.handle.clone(),
                 hosted.cwd.clone(),
                 hosted.extras.clone(),
+                hosted.shell.clone(),
             )
         };
         if op.is_host_op() {
@@ -193,6 +198,7 @@ impl SessionHost {
                 handle: &handle,
                 cwd: &cwd,
                 extras: &*extras,
+                shell: &shell,
             };
             answer::answer(&ctx, op).await;
             return Ok(());

@@ -60,6 +60,12 @@ pub fn project_root(cwd: &Path) -> PathBuf {
 /// root down to `cwd`: `<dir>/.kimi-code/AGENTS.md`, `<dir>/.kimi-rs/AGENTS.md` and the first of
 /// `<dir>/AGENTS.md` / `<dir>/agents.md`. Unreadable files are skipped, never fatal.
 pub fn discover_agents_md(kimi_home: &Path, user_home: Option<&Path>, cwd: &Path) -> AgentsMd {
+    read_candidates(candidates(kimi_home, user_home, cwd))
+}
+
+/// Every place an AGENTS.md may be, in load order; within a group the first file that exists
+/// counts. Watching these (not only the files found) notices a file created later.
+pub fn candidates(kimi_home: &Path, user_home: Option<&Path>, cwd: &Path) -> Vec<Vec<PathBuf>> {
     let mut candidates: Vec<Vec<PathBuf>> = vec![vec![kimi_home.join("AGENTS.md")]];
     if let Some(home) = user_home {
         let dir = home.join(".agents");
@@ -72,10 +78,22 @@ pub fn discover_agents_md(kimi_home: &Path, user_home: Option<&Path>, cwd: &Path
         .collect();
     chain.reverse();
     for dir in chain {
-        candidates.push(vec![dir.join(".kimi-code").join("AGENTS.md")]);
-        candidates.push(vec![dir.join(".kimi-rs").join("AGENTS.md")]);
-        candidates.push(vec![dir.join("AGENTS.md"), dir.join("agents.md")]);
+        candidates.extend(dir_candidates(dir));
     }
+    candidates
+}
+
+/// The AGENTS.md places of one directory.
+pub fn dir_candidates(dir: &Path) -> [Vec<PathBuf>; 3] {
+    [
+        vec![dir.join(".kimi-code").join("AGENTS.md")],
+        vec![dir.join(".kimi-rs").join("AGENTS.md")],
+        vec![dir.join("AGENTS.md"), dir.join("agents.md")],
+    ]
+}
+
+/// The non-empty files of `candidates` (the first existing one per group, each path once).
+pub fn read_candidates(candidates: Vec<Vec<PathBuf>>) -> AgentsMd {
     let mut seen = HashSet::new();
     let mut files = Vec::new();
     for group in candidates {

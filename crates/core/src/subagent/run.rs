@@ -381,7 +381,7 @@ impl SubagentHost {
         };
         let config = AgentConfig {
             session_id: self.session.state.id.clone(),
-            system_prompt: system_prompt.clone(),
+            system_prompt: crate::prompt::SystemPrompt::new(system_prompt.clone()),
             model: ModelSlot::new(ActiveModel::new(provider, params, max_context_tokens)),
             models: None,
             max_steps_per_turn: self.max_steps_per_turn,
@@ -396,6 +396,9 @@ impl SubagentHost {
             compaction: self.compaction,
             // The parent's scan around its Agent call checkpoints what a subagent changes.
             checkpoints: None,
+            // Subagents keep the instructions they started with (the reference watches the
+            // main agent's).
+            instructions: None,
         };
         let spawned = spawn_agent(config, log, Vec::new());
         if restored.system_prompt.is_none() {

@@ -384,3 +384,161 @@ async fn the_host_answers_session_listing_titles_tasks_shell_and_mcp_status_as_e
     host.shutdown().await;
     crate::harness::assert_paired(&server);
 }
+
+/// `!command`s reach the model (the reference's `<bash-input>` / `<bash-stdout>` messages, in
+/// the journal), and Ctrl-B turns a running one into a background task the model is told
+/// about — when it moves and again when it ends — and `/tasks` lists.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn user_shell_commands_reach_the_model_and_ctrl_b_backgrounds_them() {
+    let dirs = Dirs::new();
+    let server = ScriptServer::start(vec![
+        ScriptTurn::text("it printed hi"),
+        ScriptTurn::text("fine, it runs in the background"),
+        ScriptTurn::text("noted: the background command finished"),
+    ])
+    .await
+    .unwrap();
+    let host = SessionHost::new(
+        dirs.home.path().to_owned(),
+        Arc::new(Factory {
+            home: dirs.home.path().to_owned(),
+            provider: provider_for(&server, ProviderType::Kimi),
+        }),
+    );
+    let mut a = host.open(&dirs.cwd(), Resume::New, None).unwrap();
+    let id = a.session.state.id.clone();
+
+    let command = "echo hi; echo '<err>' >&2; exit 2";
+    host.send(
+        &id,
+        Op::Shell {
+            command: command.into(),
+            background: false,
+        },
+    )
+    .await
+    .unwrap();
+    let started = next(&mut a, |e| matches!(e, Event::ShellStarted { .. })).await;
+    assert!(
+        matches!(&started, Event::ShellStarted { command: c, .. } if c == command),
+        "{started:?}"
+    );
+    let output = next(&mut a, |e| matches!(e, Event::ShellOutput { .. })).await;
+    assert_eq!(
+        output,
+        Event::ShellOutput {
+            command: command.into(),
+            output: "hi\n<err>\n".into(),
+            is_error: true,
+        }
+    );
+    run(&host, &mut a, "what did it print?").await;
+    let requests = server.requests();
+    let texts = crate::harness::user_texts(&requests[0].body);
+    assert_eq!(
+        texts,
+        vec![
+            "<bash-input>\necho hi; echo '&lt;err&gt;' &gt;&amp;2; exit 2\n</bash-input>"
+                .to_owned(),
+            "<bash-stdout>hi\n</bash-stdout><bash-stderr>&lt;err&gt;\n</bash-stderr>".to_owned(),
+            "what did it print?".to_owned(),
+        ]
+    );
+    let journal = crate::harness::read_journal(&a.session.journal_path("main"));
+    let origins: Vec<_> = journal
+        .iter()
+        .filter(|r| r["type"] == "context.append_message")
+        .map(|r| r["message"]["origin"].clone())
+        .collect();
+    assert_eq!(
+        origins[..2],
+        [
+            serde_json::json!({"kind": "shell_command", "phase": "input"}),
+            serde_json::json!({"kind": "shell_command", "phase": "output", "isError": true}),
+        ]
+    );
+
+    // Ctrl-B on a command that waits for a file.
+    let gate = dirs.file("go");
+    let long = format!(
+        "echo begun; while [ ! -f {} ]; do sleep 0.05; done; echo finished",
+        gate.display()
+    );
+    host.send(
+        &id,
+        Op::Shell {
+            command: long.clone(),
+            background: false,
+        },
+    )
+    .await
+    .unwrap();
+    next(&mut a, |e| matches!(e, Event::ShellStarted { .. })).await;
+    // A second foreground command is refused while this one runs.
+    host.send(
+        &id,
+        Op::Shell {
+            command: "true".into(),
+            background: false,
+        },
+    )
+    .await
+    .unwrap();
+    let refused = next(&mut a, |e| matches!(e, Event::Error { .. })).await;
+    assert!(
+        matches!(&refused, Event::Error { message } if message.contains("Ctrl-B")),
+        "{refused:?}"
+    );
+    host.send(&id, Op::ShellToBackground).await.unwrap();
+    let Event::ShellBackgrounded { command, task_id } =
+        next(&mut a, |e| matches!(e, Event::ShellBackgrounded { .. })).await
+    else {
+        unreachable!()
+    };
+    assert_eq!(command, long);
+    // The model is told in a turn of its own (the agent was idle).
+    next(&mut a, |e| matches!(e, Event::TurnEnded { .. })).await;
+    let told = crate::harness::user_texts(&server.requests()[1].body);
+    let notice = told.last().unwrap();
+    assert!(
+        notice.contains(&format!("task_id: {task_id}"))
+            && notice.contains("detached_by_user: true"),
+        "{notice}"
+    );
+    host.send(&id, Op::ListTasks).await.unwrap();
+    let Event::TaskList { tasks } = next(&mut a, |e| matches!(e, Event::TaskList { .. })).await
+    else {
+        unreachable!()
+    };
+    assert_eq!(tasks.len(), 1, "{tasks:?}");
+    assert_eq!(
+        (tasks[0].id.as_str(), tasks[0].status.as_str()),
+        (task_id.as_str(), "running")
+    );
+    assert_eq!(tasks[0].description, format!("! {long}"));
+    // Ctrl-B with nothing running says so.
+    host.send(&id, Op::ShellToBackground).await.unwrap();
+    let none = next(&mut a, |e| matches!(e, Event::Error { .. })).await;
+    assert!(
+        matches!(&none, Event::Error { message } if message.contains("no `!` command")),
+        "{none:?}"
+    );
+
+    // When it ends, the model hears about it like any background task.
+    std::fs::write(&gate, "").unwrap();
+    next(&mut a, |e| matches!(e, Event::TurnEnded { .. })).await;
+    let ended = crate::harness::user_texts(&server.requests()[2].body);
+    let last = ended.last().unwrap();
+    assert!(
+        last.contains(&format!("Background task {task_id}")) && last.contains("completed"),
+        "{last}"
+    );
+
+    a.agent.handle.send(Op::Shutdown);
+    tokio::time::timeout(WAIT, a.agent.join)
+        .await
+        .unwrap()
+        .unwrap();
+    host.shutdown().await;
+    crate::harness::assert_paired(&server);
+}

@@ -83,6 +83,17 @@ async fn todos_survive_resume_reach_the_compaction_footer_and_are_rolled_back_by
     let (reason, error) = s.run("Plan the fix.").await;
     assert_eq!(reason, TurnEndReason::Completed, "{error:?}");
     assert_eq!(todos(&s), (first.to_vec(), first.to_vec()));
+    // Front ends (the todo panel) are told each list as it is journaled.
+    let told = |s: &Session| -> Vec<Vec<TodoItem>> {
+        s.events
+            .iter()
+            .filter_map(|e| match e {
+                Event::TodosUpdated { todos } => Some(todos.clone()),
+                _ => None,
+            })
+            .collect()
+    };
+    assert_eq!(told(&s), vec![first.to_vec()]);
     let (reason, error) = s.run("Go on.").await;
     assert_eq!(reason, TurnEndReason::Completed, "{error:?}");
     assert_eq!(todos(&s).0, second.to_vec());
@@ -110,6 +121,15 @@ async fn todos_survive_resume_reach_the_compaction_footer_and_are_rolled_back_by
     .await;
     assert_eq!(s.opened.restored.todos, second.to_vec());
     assert_eq!(todos(&s), (second.to_vec(), second.to_vec()));
+    let resumed = s
+        .wait_for(|e| matches!(e, Event::TodosUpdated { .. }))
+        .await;
+    assert_eq!(
+        resumed,
+        Event::TodosUpdated {
+            todos: second.to_vec()
+        }
+    );
     let (reason, error) = s.run("Where are we?").await;
     assert_eq!(reason, TurnEndReason::Completed, "{error:?}");
     let read = last_result(&s);
@@ -123,6 +143,7 @@ async fn todos_survive_resume_reach_the_compaction_footer_and_are_rolled_back_by
     s.wait_for(|e| matches!(e, Event::ContextUndone { .. }))
         .await;
     assert_eq!(todos(&s), (first.to_vec(), first.to_vec()));
+    assert_eq!(told(&s).last(), Some(&first.to_vec()));
 
     // A compaction now carries the open items of that list, verbatim, into the footer.
     s.server.push(ScriptTurn::text(

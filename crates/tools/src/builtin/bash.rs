@@ -150,8 +150,9 @@ struct BashExecution {
 
 /// The child environment: the host's, plus non-interactive defaults unless already set. On a
 /// remote target only the defaults are sent; the executor adds them to its own environment
-/// (this machine's variables never reach the target).
-fn child_env(ctx: &ToolContext) -> Vec<(String, String)> {
+/// (this machine's variables never reach the target). The user's `!` commands run with it too,
+/// so they see what the model's commands see.
+pub fn child_env(ctx: &ToolContext) -> Vec<(String, String)> {
     if !ctx.environment.is_local() {
         return [
             ("NO_COLOR", "1"),

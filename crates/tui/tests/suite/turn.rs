@@ -514,6 +514,71 @@ fn shell_mode_sends_a_shell_op() {
 }
 
 #[test]
+fn ctrl_b_moves_the_running_shell_command_to_the_background() {
+    let mut h = Harness::new();
+    h.type_str("!sleep 100");
+    h.key(KeyCode::Enter);
+    h.actions();
+    h.event(Event::ShellStarted {
+        command: "sleep 100".into(),
+        task_id: "bash-1".into(),
+    });
+    assert_snapshot!("shell_running", h.screen(60, 4));
+    h.ctrl('b');
+    assert_eq!(h.actions(), vec![UiAction::Op(Op::ShellToBackground)]);
+    h.event(Event::ShellBackgrounded {
+        command: "sleep 100".into(),
+        task_id: "bash-1".into(),
+    });
+    assert!(
+        h.screen(80, 8)
+            .contains("runs in the background as task bash-1"),
+        "{}",
+        h.screen(80, 8)
+    );
+    // Nothing runs any more: Ctrl-B with a typed command starts it in the background.
+    h.type_str("make");
+    h.ctrl('b');
+    assert_eq!(
+        h.actions(),
+        vec![UiAction::Op(Op::Shell {
+            command: "make".into(),
+            background: true
+        })]
+    );
+}
+
+#[test]
+fn the_todo_panel_shows_the_list_above_the_prompt_and_ctrl_t_expands_it() {
+    use kimi_protocol::record::{TodoItem, TodoStatus};
+    let item = |title: &str, status| TodoItem {
+        title: title.into(),
+        status,
+    };
+    let mut h = Harness::new();
+    h.event(Event::TodosUpdated {
+        todos: vec![
+            item("read the failing test", TodoStatus::Done),
+            item("fix the parser", TodoStatus::InProgress),
+            item("add a regression test", TodoStatus::Pending),
+            item("update the changelog", TodoStatus::Pending),
+            item("run clippy", TodoStatus::Pending),
+            item("run the whole suite", TodoStatus::Pending),
+            item("write the summary", TodoStatus::Pending),
+        ],
+    });
+    // Collapsed: the five unfinished items first, the rest counted.
+    assert_snapshot!("todo_collapsed", h.screen(50, 10));
+    h.ctrl('t');
+    assert_snapshot!("todo_expanded", h.screen(50, 12));
+    // Updated live; a finished list leaves the screen.
+    h.event(Event::TodosUpdated {
+        todos: vec![item("fix the parser", TodoStatus::Done)],
+    });
+    assert!(!h.screen(50, 10).contains("Todo"), "{}", h.screen(50, 10));
+}
+
+#[test]
 fn no_color_theme_uses_no_colours() {
     use kimi_tui::{App, AppOptions, Theme, ThemeChoice};
     let opts = AppOptions {
