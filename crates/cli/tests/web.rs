@@ -570,3 +570,136 @@ fn rewind_over_rest_stops_on_a_conflict_and_restores_with_force() {
     );
     assert_eq!(messages["data"]["items"], json!([]), "{messages}");
 }
+
+/// GET a path without the token; (status line, headers, body) as text.
+fn raw_get(server: &Server, path: &str) -> (String, String, String) {
+    let mut stream = TcpStream::connect(("127.0.0.1", server.port)).unwrap();
+    stream.set_read_timeout(Some(WAIT)).unwrap();
+    write!(
+        stream,
+        "GET {path} HTTP/1.1\r\nHost: 127.0.0.1:{}\r\nConnection: close\r\n\r\n",
+        server.port
+    )
+    .unwrap();
+    let mut response = String::new();
+    stream.read_to_string(&mut response).unwrap();
+    let (head, body) = response.split_once("\r\n\r\n").unwrap();
+    let (status, headers) = head.split_once("\r\n").unwrap();
+    (status.to_owned(), headers.to_lowercase(), body.to_owned())
+}
+
+#[test]
+fn status_meta_search_and_the_page_report_real_state() {
+    let fx = Fixture::new(
+        CORE_FORMATS[0],
+        vec![
+            ScriptTurn::tool_calls(&[
+                (
+                    "call_t",
+                    "TodoList",
+                    r#"{"todos":[{"title":"look around","status":"in_progress"}]}"#,
+                ),
+                ("call_p", "EnterPlanMode", "{}"),
+            ]),
+            ScriptTurn::text("Planning now."),
+        ],
+    );
+    let server = Server::start(&fx);
+    let meta = server.call("GET", "/api/v1/meta", Value::Null)["data"].clone();
+    assert_eq!(meta["default_cwd"], json!(fx.cwd()), "{meta}");
+    let capabilities = &meta["capabilities"];
+    for (name, served) in [
+        ("websocket", true),
+        ("approvals", true),
+        ("questions", true),
+        ("openapi", true),
+        ("file_upload", false),
+        ("terminal", false),
+    ] {
+        assert_eq!(capabilities[name], served, "{name}: {capabilities}");
+    }
+    let doc = server.call("GET", "/api/v1/openapi.json", Value::Null)["data"].clone();
+    assert!(doc["paths"]["/api/v1/sessions/{id}/prompts"]["post"].is_object());
+
+    let session = server.call(
+        "POST",
+        "/api/v1/sessions",
+        json!({"metadata": {"cwd": fx.cwd()}}),
+    )["data"]["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let before = server.call(
+        "GET",
+        &format!("/api/v1/sessions/{session}/status"),
+        Value::Null,
+    )["data"]
+        .clone();
+    assert_eq!(
+        (&before["plan_mode"], &before["todos"]),
+        (&json!(false), &json!([])),
+        "{before}"
+    );
+    server.call(
+        "POST",
+        &format!("/api/v1/sessions/{session}/prompts"),
+        json!({"content": [{"type": "text", "text": "plan the work"}]}),
+    );
+    let status = || {
+        server.call(
+            "GET",
+            &format!("/api/v1/sessions/{session}/status"),
+            Value::Null,
+        )["data"]
+            .clone()
+    };
+    common::wait_until("the turn ends in plan mode", || {
+        let now = status();
+        now["busy"] == false && now["plan_mode"] == true
+    });
+    let after = status();
+    assert_eq!(
+        after["todos"],
+        json!([{"title": "look around", "status": "in_progress"}]),
+        "{after}"
+    );
+    assert!(
+        after["plan_file"].as_str().unwrap().ends_with(".md"),
+        "{after}"
+    );
+    assert_eq!(after["model"], "scripted-model");
+
+    let listed = server.call("GET", "/api/v1/sessions?q=PLAN%20THE", Value::Null)["data"].clone();
+    assert_eq!(listed["items"][0]["id"], session.as_str(), "{listed}");
+    assert_eq!(
+        listed["items"][0]["agent_config"]["model"],
+        "scripted-model"
+    );
+    assert!(
+        listed["items"][0]["message_count"].as_u64().unwrap() >= 4,
+        "{listed}"
+    );
+    let none =
+        server.call("GET", "/api/v1/sessions?q=nothing-like-this", Value::Null)["data"].clone();
+    assert_eq!(none["items"], json!([]), "{none}");
+
+    let (status_line, headers, body) = raw_get(&server, "/");
+    assert!(status_line.contains("200"), "{status_line}");
+    assert!(
+        headers.contains("content-security-policy: default-src 'none'; script-src 'self'"),
+        "{headers}"
+    );
+    assert!(
+        body.contains("/assets/app.js") && !body.contains("<script>"),
+        "no inline script"
+    );
+    let (status_line, headers, body) = raw_get(&server, "/assets/markdown.js");
+    assert!(status_line.contains("200"), "{status_line}");
+    assert!(
+        headers.contains("content-type: text/javascript"),
+        "{headers}"
+    );
+    assert!(body.contains("KimiMarkdown"));
+    let (_, _, missing) = raw_get(&server, "/assets/nope.js");
+    assert!(missing.contains("40400"), "{missing}");
+}
