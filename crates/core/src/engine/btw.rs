@@ -51,7 +51,7 @@ async fn ask(rt: &Runtime, question: &str) -> Result<String, String> {
         "{SIDE_QUESTION_REMINDER}\n{question}"
     )));
     let request = ChatRequest {
-        system: rt.config.system_prompt.clone(),
+        system: rt.config.system_prompt.get(),
         messages,
         tools: Vec::new(),
         params: model.params,

@@ -85,7 +85,7 @@ pub fn after_turn(rt: &Arc<Runtime>) {
         cache_key: Some(rt.config.session_id.clone()),
         ..ChatRequest::new(SYSTEM, vec![Message::user_text(conversation)])
     };
-    let provider = rt.config.provider.clone();
+    let provider = rt.config.model.get().provider.clone();
     let events = rt.link().clone();
     let task = tokio::spawn(async move {
         let outcome =

@@ -66,6 +66,7 @@ pub(super) fn start(
         foreground: !background,
         timeout: background_limit(rt),
         launcher: ctx.settings.launcher.clone(),
+        environment: ctx.environment.clone(),
     };
     rt.commit(vec![rec::message(input_message(&command))]);
     let (info, output) = match ctx.tasks.spawn(spec) {
@@ -195,8 +196,7 @@ async fn watch(
             if collected.incomplete {
                 collected.stdout = tasks
                     .tail_output(task_id, STREAM_LIMIT as u64)
-                    .0
-                    .to_string();
+                    .0;
                 collected.stderr = format!(
                     "[output longer than {} KiB: the end is shown above; all of it is in {}]",
                     STREAM_LIMIT / 1024,

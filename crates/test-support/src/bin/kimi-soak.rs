@@ -162,7 +162,7 @@ fn main() -> ExitCode {
     for trial in 0..trials {
         let kind = only.unwrap_or_else(|| kind_of(trial));
         run(kind, &bin, &exe, &base, trial, &mut totals);
-        if (trial + 1) % 500 == 0 {
+        if (trial + 1) % 50 == 0 {
             eprintln!("after {} trials:", trial + 1);
             totals.print(started.elapsed().as_secs_f64());
         }
