@@ -307,7 +307,7 @@ pub fn print_mode(args: &RunArgs, prompt: &str) -> anyhow::Result<u8> {
     runtime.block_on(async move {
         // In the background: the first prompt does not wait for the model list.
         let model_refresh = crate::model_refresh::spawn(&home, &config);
-                let (trusted, trust_warning) =
+        let (trusted, trust_warning) =
             crate::trust::trusted_without_asking(&home, &cwd, args.trust_workspace);
         if let Some(warning) = trust_warning {
             eprintln!("kimi-rs: {warning}");

@@ -135,7 +135,7 @@ fn session_object(id: &str, entry: Option<&SessionSummary>, live: Option<&Live>)
             let runtime = live.handle.runtime();
             let count = runtime.log().history().messages().len();
             (
-                json!(runtime.config.provider.model()),
+                json!(runtime.config.model.get().provider.model()),
                 json!(count),
                 json!(live.state().context_tokens),
             )
