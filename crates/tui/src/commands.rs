@@ -27,6 +27,7 @@ pub enum Command {
     Mcp,
     Title,
     Fork,
+    AddDir,
     Usage,
     Status,
     ExportMd,
@@ -145,6 +146,13 @@ pub const COMMANDS: &[CommandSpec] = &[
         &[],
         Idle,
         "copy this session into a new one to resume later",
+    ),
+    spec(
+        Command::AddDir,
+        "add-dir",
+        &[],
+        Idle,
+        "add a workspace directory (remembered in .kimi-code/local.toml) [list|path]",
     ),
     spec(
         Command::Usage,

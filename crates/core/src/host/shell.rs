@@ -193,10 +193,7 @@ async fn watch(
         Some(info) => {
             tasks.mark_reported(task_id);
             if collected.incomplete {
-                collected.stdout = tasks
-                    .tail_output(task_id, STREAM_LIMIT as u64)
-                    .0
-                    .to_string();
+                collected.stdout = tasks.tail_output(task_id, STREAM_LIMIT as u64).0;
                 collected.stderr = format!(
                     "[output longer than {} KiB: the end is shown above; all of it is in {}]",
                     STREAM_LIMIT / 1024,
