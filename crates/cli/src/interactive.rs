@@ -278,6 +278,16 @@ impl Launch {
                 .is_some_and(|plan| plan.is_active()),
             // Swarm mode as the engine restored it from the session's history.
             swarm_mode: opened.agent.handle.runtime().shared().swarm.is_some(),
+            additional_dirs: opened
+                .agent
+                .handle
+                .runtime()
+                .config
+                .tool_ctx
+                .additional_dirs
+                .iter()
+                .map(|d| d.display().to_string())
+                .collect(),
         }
     }
 
@@ -299,13 +309,22 @@ fn transcript(opened: &OpenedSession) -> Vec<kimi_protocol::Message> {
         .to_vec()
 }
 
-/// What the launch does with one UI request; `Some(session)` when the session changed.
+/// What a UI request did to the attached session.
+enum Served {
+    Stay,
+    /// Attach this session instead (the previous one is closed).
+    Switch(Box<OpenedSession>),
+    /// Close the session and open it again (its workspace directories changed).
+    Reopen,
+}
+
+/// What the launch does with one UI request.
 async fn serve(
     launch: &Launch,
     opened: &OpenedSession,
     request: HostRequest,
     updates: &tokio::sync::mpsc::Sender<HostUpdate>,
-) -> anyhow::Result<Option<OpenedSession>> {
+) -> anyhow::Result<Served> {
     let reply = |u: HostUpdate| async move {
         let _ = updates.send(u).await;
     };
@@ -320,7 +339,7 @@ async fn serve(
                 _ => Resume::New,
             };
             match launch.open(resume) {
-                Ok(next) => return Ok(Some(next)),
+                Ok(next) => return Ok(Served::Switch(Box::new(next))),
                 Err(err) => reply(HostUpdate::Error(format!("{err:#}"))).await,
             }
         }
@@ -350,6 +369,26 @@ async fn serve(
                     )))
                     .await
                 }
+            }
+        }
+        HostRequest::AddDir { path } => {
+            let home = std::env::home_dir();
+            let added = kimi_core::local_config::resolve_dir(&launch.cwd, &path, home.as_deref())
+                .and_then(|dir| {
+                    kimi_core::local_config::remember_dir(&launch.cwd, &dir).map(|file| (dir, file))
+                });
+            match added {
+                Ok((dir, file)) => {
+                    tracing::info!(dir = %dir.display(), file = %file.display(), "workspace directory added");
+                    reply(HostUpdate::Notice(format!(
+                        "Added workspace directory:\n  {}\n  Saved to:\n  {}",
+                        dir.display(),
+                        file.display()
+                    )))
+                    .await;
+                    return Ok(Served::Reopen);
+                }
+                Err(err) => reply(HostUpdate::Error(format!("/add-dir: {err}"))).await,
             }
         }
         HostRequest::PlanUsage => {
@@ -407,7 +446,7 @@ async fn serve(
             reply(HostUpdate::Notice("copied to the clipboard".to_owned())).await;
         }
     }
-    Ok(None)
+    Ok(Served::Stay)
 }
 
 /// Pump events, operations and requests until the UI goes away. First the UI gets the skill
@@ -420,7 +459,7 @@ async fn host_loop(
     skills: Vec<kimi_tui::SkillEntry>,
     warnings: Vec<String>,
     mut mcp: Option<kimi_mcp::McpProgress>,
-) -> OpenedSession {
+) -> anyhow::Result<OpenedSession> {
     let launch = &*launch;
     let _ = channels.host_updates.send(HostUpdate::Skills(skills)).await;
     // The first update never waits: the footer counts the servers before any warning shows.
@@ -470,9 +509,36 @@ async fn host_loop(
             }
             request = channels.host_requests.recv() => {
                 let Some(request) = request else { break };
-                match serve(launch, &opened, request, &channels.host_updates).await {
-                    Ok(Some(next)) => {
-                        let previous = std::mem::replace(&mut opened, next);
+                let served = match serve(launch, &opened, request, &channels.host_updates).await {
+                    Ok(Served::Reopen) => {
+                        let id = opened.session.state.id.clone();
+                        // Closed first: one journal never has two agents writing it.
+                        launch.close(opened).await;
+                        opened = match launch.open(Resume::Id(id.clone())) {
+                            Ok(next) => next,
+                            Err(err) => {
+                                let message = format!("cannot reopen session {id} ({err:#}); a new session starts");
+                                let _ = channels.host_updates.send(HostUpdate::Error(message)).await;
+                                launch.open(Resume::New)?
+                            }
+                        };
+                        Ok(Served::Reopen)
+                    }
+                    other => other,
+                };
+                match served {
+                    Ok(Served::Reopen) => {
+                        let update = HostUpdate::SessionSwitched {
+                            info: launch.info(&opened),
+                            transcript: transcript(&opened),
+                        };
+                        let _ = channels.host_updates.send(update).await;
+                        for warning in &opened.warnings {
+                            let _ = channels.host_updates.send(HostUpdate::Warning(warning.clone())).await;
+                        }
+                    }
+                    Ok(Served::Switch(next)) => {
+                        let previous = std::mem::replace(&mut opened, *next);
                         launch.close(previous).await;
                         let update = HostUpdate::SessionSwitched {
                             info: launch.info(&opened),
@@ -483,7 +549,7 @@ async fn host_loop(
                             let _ = channels.host_updates.send(HostUpdate::Warning(warning.clone())).await;
                         }
                     }
-                    Ok(None) => {}
+                    Ok(Served::Stay) => {}
                     Err(err) => {
                         let _ = channels.host_updates.send(HostUpdate::Error(format!("{err:#}"))).await;
                     }
@@ -491,7 +557,7 @@ async fn host_loop(
             }
         }
     }
-    opened
+    Ok(opened)
 }
 
 /// The next MCP status change; pending forever once there are none left.
@@ -630,7 +696,7 @@ pub fn run(args: &RunArgs) -> anyhow::Result<u8> {
         let ui_result = kimi_tui::run(options, ui).await;
         let opened = pump
             .await
-            .context("the session host stopped unexpectedly")?;
+            .context("the session host stopped unexpectedly")??;
         let id = opened.session.state.id.clone();
         launch.close(opened).await;
         launch.host.shutdown().await;

@@ -8,6 +8,7 @@ pub mod engine;
 pub mod goal;
 pub mod hooks;
 pub mod host;
+pub mod local_config;
 pub mod permission;
 pub mod plan;
 pub mod profile;

@@ -73,10 +73,7 @@ pub fn read_dirs(cwd: &Path, home: Option<&Path>) -> (Vec<PathBuf>, Vec<String>)
             );
         }
     };
-    let Some(entries) = table
-        .get("workspace")
-        .and_then(|w| w.get("additional_dir"))
-    else {
+    let Some(entries) = table.get("workspace").and_then(|w| w.get("additional_dir")) else {
         return (Vec::new(), Vec::new());
     };
     let Some(entries) = entries.as_array() else {
@@ -128,7 +125,12 @@ pub fn remember_dir(cwd: &Path, dir: &Path) -> Result<PathBuf, String> {
         .entry("workspace")
         .or_insert_with(|| toml_edit::Item::Table(toml_edit::Table::new()))
         .as_table_like_mut()
-        .ok_or_else(|| format!("{}: `workspace` is not a table; fix it first", path.display()))?;
+        .ok_or_else(|| {
+            format!(
+                "{}: `workspace` is not a table; fix it first",
+                path.display()
+            )
+        })?;
     let entry = workspace
         .entry("additional_dir")
         .or_insert(toml_edit::value(toml_edit::Array::new()));
@@ -183,7 +185,7 @@ mod tests {
         let text = std::fs::read_to_string(&file).unwrap();
         std::fs::write(
             &file,
-            format!("# my dirs\n{text}").replace("]", ", \"../missing\", \"~\"]"),
+            format!("# my dirs\n{text}").replace("\"]", "\", \"../missing\", \"~\"]"),
         )
         .unwrap();
         remember_dir(&repo, &other).unwrap();

@@ -388,7 +388,7 @@ pub fn agent_dirs(home: &Path, cwd: &Path, config: &kimi_config::Config) -> Agen
     dirs
 }
 
-pub fn open_session(setup: SessionSetup) -> Result<OpenedSession, SessionError> {
+pub fn open_session(mut setup: SessionSetup) -> Result<OpenedSession, SessionError> {
     let store = SessionStore::new(Home::new(&setup.home));
     let explicit = match &setup.agent {
         AgentChoice::File(path) => Some(setup.cwd.join(path)),
@@ -424,6 +424,15 @@ pub fn open_session(setup: SessionSetup) -> Result<OpenedSession, SessionError> 
     let journal = session.journal_path(MAIN_AGENT);
     let options = JournalOptions { fsync: setup.fsync };
     let (log, restored) = AgentLog::open(&journal, MAIN_AGENT, options)?;
+    // The directories `/add-dir` remembered in `.kimi-code/local.toml` join `--add-dir`'s.
+    let (local_dirs, local_warnings) =
+        crate::local_config::read_dirs(&setup.cwd, std::env::home_dir().as_deref());
+    warnings.extend(local_warnings);
+    for dir in local_dirs {
+        if !setup.additional_dirs.contains(&dir) {
+            setup.additional_dirs.push(dir);
+        }
+    }
     // Where the tools act: the journaled binding of a resumed session (reconnected), the
     // requested environment of a new one, or this machine.
     let (binding, new_bind) = match (&restored.environment, &setup.extensions.environment) {

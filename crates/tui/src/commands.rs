@@ -29,6 +29,7 @@ pub enum Command {
     Mcp,
     Title,
     Fork,
+    AddDir,
     Usage,
     Status,
     ExportMd,
@@ -164,6 +165,13 @@ pub const COMMANDS: &[CommandSpec] = &[
         &[],
         Idle,
         "copy this session into a new one to resume later",
+    ),
+    spec(
+        Command::AddDir,
+        "add-dir",
+        &[],
+        Idle,
+        "add a workspace directory (remembered in .kimi-code/local.toml) [list|path]",
     ),
     spec(
         Command::Usage,

@@ -27,6 +27,9 @@ pub enum HostRequest {
     /// `/export-debug-zip`: the session's ZIP with the logs and redacted settings; answered
     /// with a `Notice` naming the file.
     ExportDebugZip,
+    /// `/add-dir <path>`: remember the directory in `.kimi-code/local.toml` and reopen this
+    /// session with it as a workspace directory; answer with `SessionSwitched` (or `Error`).
+    AddDir { path: String },
     /// `/copy`: put `text` on the clipboard (native or OSC 52).
     CopyToClipboard { text: String },
     /// `/usage`, `/status`: the plan quotas of a Kimi account login, answered with a
@@ -81,6 +84,8 @@ pub struct SessionInfo {
     pub plan_mode: bool,
     /// Swarm mode (a resumed session may come back in it).
     pub swarm_mode: bool,
+    /// The workspace directories besides the working directory (`--add-dir`, `local.toml`).
+    pub additional_dirs: Vec<String>,
 }
 
 impl Default for SessionInfo {
@@ -97,6 +102,7 @@ impl Default for SessionInfo {
             permission_mode: PermissionMode::Manual,
             plan_mode: false,
             swarm_mode: false,
+            additional_dirs: Vec::new(),
         }
     }
 }

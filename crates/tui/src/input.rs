@@ -450,8 +450,8 @@ impl App {
             Command::Goal => self.goal_command(args),
             Command::Compact => self.op(Op::Compact { instruction: arg }),
             Command::Undo => match args.parse::<u32>() {
-                // A typed count stays the scriptable conversation-only undo; the picker asks.
-                Ok(count) if count > 0 => self.op(Op::Undo { count }),
+                // A typed count skips the prompt picker and asks what to put back.
+                Ok(count) if count > 0 => self.open_undo_scope(count),
                 Ok(_) | Err(_) => self.open_undo(),
             },
             Command::Tasks => {
@@ -464,6 +464,22 @@ impl App {
             Command::Mcp => self.op(Op::McpStatus),
             Command::Title => self.op(Op::SetTitle { title: arg }),
             Command::Fork => self.op(Op::Fork),
+            Command::AddDir => match args.trim() {
+                "" | "list" => {
+                    let text = if self.info.additional_dirs.is_empty() {
+                        "No additional directories configured.".to_owned()
+                    } else {
+                        format!(
+                            "Additional directories:\n  {}",
+                            self.info.additional_dirs.join("\n  ")
+                        )
+                    };
+                    self.notice(NoticeLevel::Info, text);
+                }
+                path => self.emit(UiAction::Host(HostRequest::AddDir {
+                    path: path.to_owned(),
+                })),
+            },
             Command::Usage => {
                 let u = self.session_usage;
                 let window = self.info.context_window;

@@ -95,3 +95,43 @@ async fn an_edited_agents_md_rebuilds_the_prompt_and_a_touched_one_is_suggested(
     assert_eq!(binds, 2);
     s.close().await;
 }
+
+/// `.kimi-code/local.toml` (what `/add-dir` remembers) adds workspace directories to the
+/// session, beside `--add-dir`; an entry that cannot be used is a warning, not fatal.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn local_toml_directories_join_the_workspace_and_bad_entries_are_warned() {
+    let dirs = Dirs::new();
+    let shared = tempfile::tempdir().unwrap();
+    let shared_dir = std::fs::canonicalize(shared.path()).unwrap();
+    let file = kimi_core::local_config::remember_dir(&dirs.cwd(), &shared_dir).unwrap();
+    assert_eq!(file, dirs.file(".kimi-code/local.toml"));
+    let text = std::fs::read_to_string(&file).unwrap();
+    std::fs::write(&file, text.replace("\"]", "\", \"no-such-dir\"]")).unwrap();
+    let mut s = Session::start(&dirs, ProviderType::Kimi, vec![ScriptTurn::text("ok")]).await;
+    let added = s
+        .opened
+        .agent
+        .handle
+        .runtime()
+        .config
+        .tool_ctx
+        .additional_dirs
+        .clone();
+    assert_eq!(added, vec![shared_dir.clone()]);
+    assert!(
+        s.opened
+            .warnings
+            .iter()
+            .any(|w| w.contains("no-such-dir") && w.contains("local.toml")),
+        "{:?}",
+        s.opened.warnings
+    );
+    // The model is told about the directory like about `--add-dir`'s.
+    assert_eq!(s.run("hi").await.0, TurnEndReason::Completed);
+    let prompt = system(&s.requests()[0].body);
+    assert!(
+        prompt.contains(&shared_dir.display().to_string()),
+        "{prompt}"
+    );
+    s.close().await;
+}

@@ -40,6 +40,7 @@ pub fn info() -> SessionInfo {
         permission_mode: PermissionMode::Manual,
         plan_mode: false,
         swarm_mode: false,
+        additional_dirs: Vec::new(),
     }
 }
 

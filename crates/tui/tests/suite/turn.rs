@@ -429,7 +429,7 @@ fn slash_commands_map_to_ops_and_host_requests() {
     for cmd in [
         "/yolo",
         "/plan on",
-        "/undo 2",
+        "/add-dir ../shared",
         "/new",
         "/init",
         "/title Refactor",
@@ -447,7 +447,12 @@ fn slash_commands_map_to_ops_and_host_requests() {
         })
     );
     assert_eq!(acts[1], UiAction::Op(Op::SetPlanMode { enabled: true }));
-    assert_eq!(acts[2], UiAction::Op(Op::Undo { count: 2 }));
+    assert_eq!(
+        acts[2],
+        UiAction::Host(HostRequest::AddDir {
+            path: "../shared".into()
+        })
+    );
     assert_eq!(acts[3], UiAction::Host(HostRequest::NewSession));
     assert_eq!(
         acts[4],
@@ -475,6 +480,50 @@ fn slash_commands_map_to_ops_and_host_requests() {
     assert!(
         h.screen(80, 10)
             .contains("/new is not available while the agent works")
+    );
+}
+
+#[test]
+fn undo_with_a_count_asks_what_to_put_back_and_add_dir_lists_the_directories() {
+    let mut h = Harness::new();
+    h.type_str("/undo 2");
+    h.key(KeyCode::Esc);
+    h.key(KeyCode::Enter);
+    assert!(h.actions().is_empty());
+    assert!(
+        h.screen(80, 10).contains("Undo 2 prompts: put back"),
+        "{}",
+        h.screen(80, 10)
+    );
+    h.key(KeyCode::Enter);
+    assert_eq!(
+        h.actions(),
+        vec![UiAction::Op(Op::Rewind {
+            turns: 2,
+            scope: kimi_protocol::checkpoint::RewindScope::Both,
+            force: false
+        })]
+    );
+    h.type_str("/add-dir");
+    h.key(KeyCode::Esc);
+    h.key(KeyCode::Enter);
+    assert!(
+        h.screen(80, 10)
+            .contains("No additional directories configured.")
+    );
+    h.app
+        .handle_host(kimi_tui::HostUpdate::Info(kimi_tui::SessionInfo {
+            additional_dirs: vec!["/work/shared".into()],
+            ..super::support::info()
+        }));
+    h.type_str("/add-dir list");
+    h.key(KeyCode::Esc);
+    h.key(KeyCode::Enter);
+    assert!(h.actions().is_empty());
+    assert!(
+        h.screen(80, 10).contains("/work/shared"),
+        "{}",
+        h.screen(80, 10)
     );
 }
 
