@@ -14,6 +14,7 @@ pub mod hosted;
 pub mod import;
 pub mod interactive;
 pub mod logging;
+pub mod plugins;
 pub mod print;
 pub mod providers;
 pub mod rewind;

@@ -14,6 +14,8 @@ mod cron;
 mod durable_steers;
 #[path = "engine/errors.rs"]
 mod errors;
+#[path = "engine/hook_events.rs"]
+mod hook_events;
 #[path = "engine/host.rs"]
 mod host;
 #[path = "engine/interrupts.rs"]

@@ -21,6 +21,8 @@ pub struct PromptEnv {
     pub additional_dirs: Vec<PathBuf>,
     /// The skills listing (shown only to profiles that have the Skill tool).
     pub skills: String,
+    /// Plugins' prompt sections (the `plugin_sections` variable).
+    pub plugin_sections: String,
 }
 
 fn base_vars(env: &PromptEnv) -> PromptVars {
@@ -59,6 +61,7 @@ pub fn render_profile_prompt(
     if profile.allows_tool("Skill") {
         vars.skills.clone_from(&env.skills);
     }
+    vars.plugin_sections.clone_from(&env.plugin_sections);
     let system_md = std::fs::read_to_string(env.home.join("SYSTEM.md")).ok();
     match &profile.template {
         None => {

@@ -91,6 +91,9 @@ pub(super) fn spawn(
     }
     manager.register(&id, entry.clone());
     manager.persist(&info);
+    if !spec.foreground {
+        manager.started(&info);
+    }
 
     let (chunk_tx, chunk_rx) = mpsc::channel::<(bool, Vec<u8>)>(64);
     if let Some(stdout) = child.stdout.take() {
