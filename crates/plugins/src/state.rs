@@ -14,11 +14,14 @@ use crate::error::PluginError;
 #[serde(rename_all = "camelCase")]
 pub struct InstalledPlugin {
     /// What it was installed from, as given (a folder, zip, URL or `marketplace:<id>`).
+    #[serde(default)]
     pub source: String,
+    #[serde(default = "enabled_by_default")]
     pub enabled: bool,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub version: Option<String>,
     /// RFC 3339.
+    #[serde(default)]
     pub installed_at: String,
     /// MCP servers switched off (`false`) or on; servers not named are on.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
@@ -31,6 +34,32 @@ pub struct PluginState {
     pub version: u32,
     #[serde(default)]
     pub plugins: BTreeMap<String, InstalledPlugin>,
+}
+
+fn enabled_by_default() -> bool {
+    true
+}
+
+/// A record as another writer (Kimi Code) may have shaped it: what can be read of it, enabled
+/// unless it says otherwise.
+fn lenient_record(value: &serde_json::Value) -> InstalledPlugin {
+    serde_json::from_value(value.clone()).unwrap_or_else(|_| InstalledPlugin {
+        source: value
+            .get("source")
+            .and_then(serde_json::Value::as_str)
+            .unwrap_or_default()
+            .to_owned(),
+        enabled: value
+            .get("enabled")
+            .and_then(serde_json::Value::as_bool)
+            .unwrap_or(true),
+        version: value
+            .get("version")
+            .and_then(serde_json::Value::as_str)
+            .map(str::to_owned),
+        installed_at: String::new(),
+        mcp: BTreeMap::new(),
+    })
 }
 
 impl Default for PluginState {
@@ -71,9 +100,36 @@ impl PluginState {
                 });
             }
         };
-        serde_json::from_str(&text).map_err(|e| PluginError::State {
-            path,
-            message: format!("not valid plugin state JSON ({e})"),
+        let value: serde_json::Value =
+            serde_json::from_str(&text).map_err(|e| PluginError::State {
+                path: path.clone(),
+                message: format!("not valid JSON ({e})"),
+            })?;
+        // Ours is `{"plugins": {id: record}}`; a list of records with `id` (an imported Kimi
+        // Code home) is read too.
+        let plugins = match value.get("plugins") {
+            None | Some(serde_json::Value::Null) => BTreeMap::new(),
+            Some(serde_json::Value::Object(map)) => map
+                .iter()
+                .map(|(id, record)| (id.clone(), lenient_record(record)))
+                .collect(),
+            Some(serde_json::Value::Array(items)) => items
+                .iter()
+                .filter_map(|record| {
+                    let id = record.get("id")?.as_str()?.to_owned();
+                    Some((id, lenient_record(record)))
+                })
+                .collect(),
+            Some(_) => {
+                return Err(PluginError::State {
+                    path,
+                    message: "`plugins` must be an object of plugin records".to_owned(),
+                });
+            }
+        };
+        Ok(PluginState {
+            version: 1,
+            plugins,
         })
     }
 
@@ -130,5 +186,47 @@ impl PluginState {
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
             Err(source) => Err(PluginError::Io { path: dir, source }),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn records_round_trip_and_other_shapes_are_read_leniently() {
+        let home = tempfile::tempdir().unwrap();
+        assert_eq!(
+            PluginState::read(home.path()).unwrap(),
+            PluginState::default()
+        );
+        let mut state = PluginState::default();
+        state.plugins.insert(
+            "a".into(),
+            InstalledPlugin {
+                source: "/src/a".into(),
+                enabled: false,
+                version: Some("1.0".into()),
+                installed_at: "2026-01-01T00:00:00Z".into(),
+                mcp: BTreeMap::from([("s".to_owned(), false)]),
+            },
+        );
+        state.write(home.path()).unwrap();
+        assert_eq!(PluginState::read(home.path()).unwrap(), state);
+
+        std::fs::write(
+            PluginState::path(home.path()),
+            r#"{"plugins": [{"id": "b", "enabled": false, "mcp": {"s": {"enabled": true}}}, {"id": "c"}]}"#,
+        )
+        .unwrap();
+        let read = PluginState::read(home.path()).unwrap();
+        assert!(!read.plugins["b"].enabled);
+        assert!(read.plugins["c"].enabled);
+        std::fs::write(PluginState::path(home.path()), "{nope").unwrap();
+        let err = PluginState::read(home.path()).unwrap_err().to_string();
+        assert!(
+            err.contains("installed.json") && err.contains("Fix or delete"),
+            "{err}"
+        );
     }
 }
