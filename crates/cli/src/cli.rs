@@ -165,6 +165,12 @@ pub enum Command {
         #[command(subcommand)]
         command: ProviderCommand,
     },
+    /// Install and manage plugins (skills, commands, hooks, MCP servers and prompt text from a
+    /// folder with kimi.plugin.json); changes apply to new sessions.
+    Plugin {
+        #[command(subcommand)]
+        command: PluginCommand,
+    },
     /// Serve the local REST + WebSocket API and the browser UI (token in server.token).
     Web {
         /// Port to listen on (default 58627; the next free one when busy; 0 = any).
@@ -271,6 +277,46 @@ pub enum Command {
     Debug {
         #[command(subcommand)]
         command: DebugCommand,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum PluginCommand {
+    /// Install (or reinstall) a plugin from a folder, a zip file or URL, a GitHub URL
+    /// (`https://github.com/owner/repo[/tree/REF|/releases/tag/TAG|/commit/SHA]`) or a
+    /// marketplace id.
+    Install {
+        source: String,
+        /// The marketplace JSON for ids (http(s) URL, file:// URL or path; default
+        /// $KIMI_CODE_PLUGIN_MARKETPLACE_URL).
+        #[arg(long)]
+        marketplace: Option<String>,
+    },
+    /// The installed plugins: id, enabled or disabled, version, source.
+    List {
+        #[arg(long)]
+        json: bool,
+    },
+    /// What a plugin adds: skills, commands, hooks, MCP servers, agents, prompt text, and what
+    /// it ignored.
+    Info { id: String },
+    /// Turn an installed plugin on for new sessions.
+    Enable { id: String },
+    /// Turn an installed plugin off for new sessions (it stays installed).
+    Disable { id: String },
+    /// Uninstall a plugin: its record and its managed copy.
+    Remove { id: String },
+    /// The plugins a marketplace offers.
+    Marketplace {
+        /// The marketplace JSON (default $KIMI_CODE_PLUGIN_MARKETPLACE_URL).
+        source: Option<String>,
+    },
+    /// Switch one MCP server of a plugin on or off.
+    Mcp {
+        #[arg(value_parser = ["enable", "disable"])]
+        action: String,
+        id: String,
+        server: String,
     },
 }
 
@@ -521,6 +567,7 @@ pub fn main() -> ExitCode {
             manifest_url,
             check,
         }) => exit_code(crate::upgrade::run(manifest_url, check)),
+        Some(Command::Plugin { command }) => exit_code(crate::plugins::run(command)),
         Some(Command::Provider { command }) => exit_code(match command {
             ProviderCommand::Add { url, api_key } => crate::providers::add(&url, api_key),
             ProviderCommand::Remove { id } => crate::providers::remove(&id),
@@ -741,6 +788,7 @@ fn start_logging(cli: &Cli) -> Option<crate::logging::FlushGuard> {
         Some(Command::Login { .. }) => "login",
         Some(Command::Logout) => "logout",
         Some(Command::Provider { .. }) => "provider",
+        Some(Command::Plugin { .. }) => "plugin",
         Some(Command::Upgrade { .. }) => "upgrade",
         Some(Command::Web { .. }) => "web",
         Some(Command::Doctor { .. }) => "doctor",

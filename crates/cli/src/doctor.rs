@@ -19,7 +19,6 @@ use kimi_core::permission::load_rules;
 use kimi_core::permission::sandbox::{SandboxMode, SandboxSupport, kernel_support, sandbox_mode};
 use kimi_core::profile::ProfileCatalog;
 use kimi_llm::config::LlmConfig;
-use kimi_skills::DiscoverOptions;
 
 /// Which files `kimi-rs doctor` checks.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -336,6 +335,7 @@ pub fn check_tui(path: &Path, explicit: bool) -> Check {
 fn check_extensions(home: &Path, cwd: &Path, config: &Config) -> Vec<Check> {
     let mut checks = check_mcp(home, cwd);
     checks.push(check_skills(home, cwd, config));
+    checks.push(check_plugins(home, cwd));
     checks.push(check_agents(home, cwd, config));
     checks
 }
@@ -398,17 +398,34 @@ fn check_mcp(home: &Path, cwd: &Path) -> Vec<Check> {
 /// Skill files discovery would skip, and configured skill directories that are missing.
 fn check_skills(home: &Path, cwd: &Path, config: &Config) -> Check {
     let mut check = Check::new("skills", None);
-    let extra_dirs = config.extra_skill_dirs.iter().map(PathBuf::from).collect();
-    let (catalog, warnings) = kimi_skills::discover(&DiscoverOptions {
-        kimi_home: home.to_owned(),
-        user_home: std::env::home_dir(),
-        cwd: cwd.to_owned(),
-        skills_dirs: Vec::new(),
-        extra_dirs,
-    });
+    let plugins = crate::extensions::load_plugins(
+        home,
+        cwd,
+        kimi_config::trust::is_trusted(home, cwd).unwrap_or(false),
+    );
+    let options = crate::extensions::skill_options(home, cwd, &[], config, &plugins);
+    let (catalog, warnings) = kimi_skills::discover(&options);
     let n = catalog.list().len();
     check.summary = Some(format!("{n} skill{} found", if n == 1 { "" } else { "s" }));
     check.problems = warnings;
+    check
+}
+
+/// Installed plugins that cannot be loaded and what the enabled ones ignore.
+fn check_plugins(home: &Path, cwd: &Path) -> Check {
+    let state = kimi_plugins::PluginState::path(home);
+    let mut check = Check::new("plugins", Some(&state));
+    let plugins = crate::extensions::load_plugins(
+        home,
+        cwd,
+        kimi_config::trust::is_trusted(home, cwd).unwrap_or(false),
+    );
+    let n = plugins.plugins.len();
+    check.summary = Some(format!(
+        "{n} plugin{} enabled",
+        if n == 1 { "" } else { "s" }
+    ));
+    check.problems = plugins.warnings;
     check
 }
 

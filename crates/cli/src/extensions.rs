@@ -1,6 +1,7 @@
 //! What a launch adds to its sessions beyond the built-in tools: the skill catalog (its
-//! listing in the system prompt, the `Skill` tool, `/skill:name` commands) and the MCP servers
-//! of `mcp.json` (their tools). Loaded once per front end; problems are warnings, never fatal.
+//! listing in the system prompt, the `Skill` tool, `/skill:name` commands), the enabled
+//! plugins (their skills, `/<plugin>:<command>` commands, hooks, MCP servers, agents and prompt
+//! text) and the MCP servers of `mcp.json` (their tools). Loaded once per front end; problems are warnings, never fatal.
 //! MCP servers connect in the background: loading never waits for them, their tools join the
 //! sessions when ready, and [`Extensions::report_mcp`] / [`Extensions::mcp_progress`] tell the
 //! front end what failed.
@@ -12,14 +13,23 @@ use kimi_config::Config;
 use kimi_core::host::SessionExtras;
 use kimi_core::session::SessionExtensions;
 use kimi_mcp::{McpManager, McpProgress};
+use kimi_plugins::{PluginCommand, PluginSet};
 use kimi_protocol::ContentPart;
 use kimi_protocol::host::{McpServerEntry, McpServerState, McpStatus};
 use kimi_protocol::ops::Op;
-use kimi_skills::{DiscoverOptions, SkillCatalog, SkillTool};
+use kimi_skills::{BuiltinSkills, DiscoverOptions, SkillCatalog, SkillTool};
 
-/// Skills and MCP servers of one launch.
+/// Skills, plugins and MCP servers of one launch.
 pub struct Extensions {
     pub skills: Arc<SkillCatalog>,
+    /// The enabled plugins' `/<plugin>:<command>` commands.
+    pub plugin_commands: Vec<PluginCommand>,
+    /// The enabled plugins' hooks, bound to their roots.
+    plugin_hooks: Vec<kimi_core::hooks::HookDef>,
+    /// The enabled plugins' prompt text (the system prompt's `plugin_sections`).
+    plugin_sections: String,
+    /// Agent folders the enabled plugins add.
+    plugin_agent_dirs: Vec<PathBuf>,
     pub mcp: Option<McpManager>,
     /// Where the MCP servers' tools arrive as each one connects (shared by every session).
     late_tools: kimi_tools::LateTools,
@@ -52,6 +62,55 @@ fn extra_skill_dirs(config: &Config) -> Vec<PathBuf> {
     config.extra_skill_dirs.iter().map(PathBuf::from).collect()
 }
 
+/// Where a launch looks for skills: the standard roots, `--skills-dir`, `extra_skill_dirs`,
+/// the enabled plugins' skills and the built-ins (`builtin_product_skills`).
+pub fn skill_options(
+    home: &Path,
+    cwd: &Path,
+    skills_dirs: &[PathBuf],
+    config: &Config,
+    plugins: &PluginSet,
+) -> DiscoverOptions {
+    DiscoverOptions {
+        skills_dirs: skills_dirs.to_vec(),
+        extra_dirs: extra_skill_dirs(config),
+        plugin_skills: plugins.skills(),
+        builtins: if config.builtin_product_skills == Some(false) {
+            BuiltinSkills::NoProduct
+        } else {
+            BuiltinSkills::All
+        },
+        ..DiscoverOptions::new(home, std::env::home_dir(), cwd)
+    }
+}
+
+/// The enabled plugins of a launch in `cwd`. Project plugins load only for a trusted folder
+/// (`crate::trust`); otherwise the set's warnings name what was skipped.
+pub fn load_plugins(home: &Path, cwd: &Path, trusted: bool) -> PluginSet {
+    PluginSet::load(home, cwd, trusted)
+}
+
+/// What the enabled plugins add besides skills and MCP servers.
+struct PluginParts {
+    commands: Vec<PluginCommand>,
+    hooks: Vec<kimi_core::hooks::HookDef>,
+    sections: String,
+    agent_dirs: Vec<PathBuf>,
+}
+
+fn plugin_parts(plugins: &PluginSet, home: &Path, warnings: &mut Vec<String>) -> PluginParts {
+    let (hooks, hook_warnings) = crate::plugins::plugin_hooks(plugins, home);
+    warnings.extend(hook_warnings);
+    let (sections, prompt_warnings) = plugins.prompt_sections();
+    warnings.extend(prompt_warnings);
+    PluginParts {
+        commands: plugins.commands(),
+        hooks,
+        sections,
+        agent_dirs: plugins.agent_dirs(),
+    }
+}
+
 impl Extensions {
     /// Discover skills and connect the MCP servers for sessions in `cwd`. `trusted` says
     /// whether the folder's project servers may start (see `crate::trust`); when not, they
@@ -76,13 +135,12 @@ impl Extensions {
         session_servers: Option<&serde_json::Value>,
         trusted: bool,
     ) -> Extensions {
-        let (skills, mut warnings) = kimi_skills::discover(&DiscoverOptions {
-            kimi_home: home.to_owned(),
-            user_home: std::env::home_dir(),
-            cwd: cwd.to_owned(),
-            skills_dirs: skills_dirs.to_vec(),
-            extra_dirs: extra_skill_dirs(settings),
-        });
+        let plugins = load_plugins(home, cwd, trusted);
+        let mut warnings = plugins.warnings.clone();
+        let (skills, skill_warnings) =
+            kimi_skills::discover(&skill_options(home, cwd, skills_dirs, settings, &plugins));
+        warnings.extend(skill_warnings);
+        let parts = plugin_parts(&plugins, home, &mut warnings);
         let mut config = kimi_mcp::load_config(home, cwd, trusted);
         if let Some(servers) = session_servers {
             let source = Path::new("<servers given by the editor>");
@@ -95,6 +153,12 @@ impl Extensions {
                 Err(err) => config.problems.push(err),
             }
         }
+        // Plugins' servers join under their own names; a configured server of the same
+        // name wins.
+        let taken = config.servers.keys().cloned().collect();
+        let (plugin_servers, clashes) = plugins.mcp_servers(&taken);
+        warnings.extend(clashes);
+        config.servers.extend(plugin_servers);
         // `[mcp] startup_timeout_ms` / `tool_timeout_ms`: for servers without their own.
         for server in config.servers.values_mut() {
             server.startup_timeout = server.startup_timeout.or(settings.mcp_startup_timeout());
@@ -142,6 +206,10 @@ impl Extensions {
         };
         Extensions {
             skills: Arc::new(skills),
+            plugin_commands: parts.commands,
+            plugin_hooks: parts.hooks,
+            plugin_sections: parts.sections,
+            plugin_agent_dirs: parts.agent_dirs,
             mcp,
             late_tools,
             warnings,
@@ -158,15 +226,20 @@ impl Extensions {
         skills_dirs: &[PathBuf],
         config: &Config,
     ) -> Extensions {
-        let (skills, warnings) = kimi_skills::discover(&DiscoverOptions {
-            kimi_home: home.to_owned(),
-            user_home: std::env::home_dir(),
-            cwd: cwd.to_owned(),
-            skills_dirs: skills_dirs.to_vec(),
-            extra_dirs: extra_skill_dirs(config),
-        });
+        // No question can be asked here: only a recorded decision lets project plugins load.
+        let trusted = kimi_config::trust::is_trusted(home, cwd).unwrap_or(false);
+        let plugins = load_plugins(home, cwd, trusted);
+        let mut warnings = plugins.warnings.clone();
+        let (skills, skill_warnings) =
+            kimi_skills::discover(&skill_options(home, cwd, skills_dirs, config, &plugins));
+        warnings.extend(skill_warnings);
+        let parts = plugin_parts(&plugins, home, &mut warnings);
         Extensions {
             skills: Arc::new(skills),
+            plugin_commands: parts.commands,
+            plugin_hooks: parts.hooks,
+            plugin_sections: parts.sections,
+            plugin_agent_dirs: parts.agent_dirs,
             mcp: None,
             late_tools: kimi_tools::LateTools::new(),
             warnings,
@@ -199,6 +272,9 @@ impl Extensions {
             // Bound per session by the front end (`crate::environments`).
             environment: None,
             environment_resolver: None,
+            hooks: self.plugin_hooks.clone(),
+            plugin_sections: self.plugin_sections.clone(),
+            agent_dirs: self.plugin_agent_dirs.clone(),
         }
     }
 
@@ -217,6 +293,10 @@ impl Extensions {
                 },
                 description: s.description.clone(),
             })
+            .chain(self.plugin_commands.iter().map(|c| kimi_tui::SkillEntry {
+                command: c.slash_name(),
+                description: c.description.clone(),
+            }))
             .collect()
     }
 
@@ -255,7 +335,31 @@ impl Extensions {
             .iter()
             .filter(|s| s.kind().is_user_activatable())
             .map(|s| (format!("skill:{}", s.name), s.description.clone()))
+            .chain(
+                self.plugin_commands
+                    .iter()
+                    .map(|c| (c.slash_name(), c.description.clone())),
+            )
             .collect()
+    }
+
+    /// A prompt that is a plugin command (`/<plugin>:<command> args`) or a skill command
+    /// becomes the text it stands for; anything else is returned unchanged.
+    pub fn expand_command(&self, op: Op, session_id: &str) -> Result<Op, String> {
+        if let Op::Submit {
+            input,
+            origin: None,
+        } = &op
+            && let [ContentPart::Text { text }] = input.as_slice()
+            && let Some(call) =
+                kimi_plugins::commands::parse_invocation(text, &self.plugin_commands)
+        {
+            return Ok(Op::Submit {
+                input: vec![ContentPart::text(call.command.expand(&call.args))],
+                origin: None,
+            });
+        }
+        expand_skill_command(op, &self.skills, session_id)
     }
 
     /// Changes of the MCP servers' status after loading (what is still connecting, failures
@@ -302,7 +406,7 @@ impl Extensions {
 /// advertised, MCP status.
 impl SessionExtras for Extensions {
     fn prepare(&self, session_id: &str, op: Op) -> Result<Op, String> {
-        expand_skill_command(op, &self.skills, session_id)
+        self.expand_command(op, session_id)
     }
 
     fn commands(&self) -> Vec<(String, String)> {

@@ -22,7 +22,7 @@ use kimi_protocol::ops::{Event, Op, TurnEndReason};
 use kimi_store::{FsyncPolicy, Home, SessionStore};
 
 use crate::cli::{OutputFormat, RunArgs};
-use crate::extensions::{Extensions, expand_skill_command};
+use crate::extensions::Extensions;
 use crate::print::{JsonWriter, TextWriter, TurnWriter, resume_hint_command};
 
 /// Exit status of print mode: 0 completed, 1 failed (or could not start), 130 cancelled.
@@ -345,15 +345,15 @@ pub fn print_mode(args: &RunArgs, prompt: &str) -> anyhow::Result<u8> {
         let command = resume_hint_command(&session_id, Some(&cwd.display().to_string()));
         let columns = std::io::stdout().is_terminal().then_some(100);
         let goal_start = crate::print::goal::parse(prompt)?;
-        let submit = expand_skill_command(
-            Op::Submit {
-                input: vec![ContentPart::text(prompt)],
-                origin: None,
-            },
-            &extensions.skills,
-            &session_id,
-        )
-        .map_err(|message| anyhow!(message))?;
+        let submit = extensions
+            .expand_command(
+                Op::Submit {
+                    input: vec![ContentPart::text(prompt)],
+                    origin: None,
+                },
+                &session_id,
+            )
+            .map_err(|message| anyhow!(message))?;
         if let Some(start) = goal_start {
             let code = match format {
                 OutputFormat::Text => {

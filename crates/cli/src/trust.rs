@@ -33,7 +33,7 @@ pub fn folder_for(cwd: &Path) -> PathBuf {
 /// Every project item that loads only in a trusted folder, for a session in `cwd`.
 pub fn project_items(home: &Path, cwd: &Path) -> Vec<ProjectItem> {
     let config = kimi_mcp::load_config(home, cwd, false);
-    config
+    let mut items: Vec<ProjectItem> = config
         .untrusted
         .iter()
         .map(|(name, server)| ProjectItem {
@@ -41,7 +41,24 @@ pub fn project_items(home: &Path, cwd: &Path) -> Vec<ProjectItem> {
             runs: server.describe(),
             source: server.source.clone(),
         })
-        .collect()
+        .collect();
+    // Project plugins bring hooks and servers of their own: each folder is named so the
+    // question covers them too.
+    let dir = folder_for(cwd).join(kimi_plugins::load::PROJECT_PLUGIN_DIR);
+    if let Ok(read) = std::fs::read_dir(&dir) {
+        let mut roots: Vec<PathBuf> = read
+            .filter_map(Result::ok)
+            .map(|e| e.path())
+            .filter(|p| p.is_dir())
+            .collect();
+        roots.sort();
+        items.extend(roots.into_iter().map(|root| ProjectItem {
+            what: "project plugin".to_owned(),
+            runs: "its hooks, MCP servers and commands".to_owned(),
+            source: root,
+        }));
+    }
+    items
 }
 
 /// The lines naming skipped items and how to trust the folder.

@@ -53,10 +53,6 @@ pub const UNSUPPORTED: &[(&str, &str)] = &[
         "merge_all_available_skills",
         "kimi-rs always merges every skill directory",
     ),
-    (
-        "builtin_product_skills",
-        "kimi-rs ships no built-in product skills",
-    ),
     ("secondary_model", "there is no secondary model"),
     ("thinking.keep", "thinking blocks are always kept"),
     (

@@ -165,6 +165,14 @@ pub struct SessionExtensions {
     /// Reconnects the environment a resumed session is bound to. Without it such a session
     /// refuses to open: its tools must never fall back to this machine.
     pub environment_resolver: Option<EnvironmentResolver>,
+    /// Hooks contributed by plugins (bound to their plugin root with
+    /// [`crate::hooks::HookDef::for_plugin`]); they run next to config.toml's `[[hooks]]`.
+    pub hooks: Vec<crate::hooks::HookDef>,
+    /// Plugins' prompt text (`systemPrompt`, `systemPromptPath`, `sessionStart.skill`), the
+    /// system prompt's `plugin_sections` variable.
+    pub plugin_sections: String,
+    /// Agent folders plugins contribute (user-level agent roots).
+    pub agent_dirs: Vec<PathBuf>,
 }
 
 impl std::fmt::Debug for SessionExtensions {
@@ -176,6 +184,8 @@ impl std::fmt::Debug for SessionExtensions {
             )
             .field("skill_roots", &self.skill_roots)
             .field("late_tools", &self.late_tools)
+            .field("hooks", &self.hooks.len())
+            .field("agent_dirs", &self.agent_dirs)
             .finish_non_exhaustive()
     }
 }
@@ -246,6 +256,7 @@ fn sandbox_launcher(
 /// reported and left out.
 fn session_hooks(
     config: &kimi_config::Config,
+    plugin_hooks: &[crate::hooks::HookDef],
     cwd: &Path,
     session_id: &str,
 ) -> (Option<Arc<EngineHooks>>, Vec<String>) {
@@ -266,7 +277,8 @@ fn session_hooks(
             session_title: None,
         },
         Some(config.clone()),
-    );
+    )
+    .with_extra(plugin_hooks.to_vec());
     (Some(Arc::new(hooks)), warnings)
 }
 
@@ -394,7 +406,9 @@ pub fn open_session(mut setup: SessionSetup) -> Result<OpenedSession, SessionErr
         AgentChoice::File(path) => Some(setup.cwd.join(path)),
         AgentChoice::Default | AgentChoice::Named(_) => None,
     };
-    let dirs = agent_dirs(&setup.home, &setup.cwd, &setup.config);
+    let mut dirs = agent_dirs(&setup.home, &setup.cwd, &setup.config);
+    dirs.user
+        .extend(setup.extensions.agent_dirs.iter().cloned());
     let (catalog, mut warnings) = ProfileCatalog::load(&dirs, explicit.as_deref())?;
     let target = match &setup.resume {
         Resume::New => None,
@@ -501,6 +515,7 @@ pub fn open_session(mut setup: SessionSetup) -> Result<OpenedSession, SessionErr
         target: binding.as_ref().map(|b| b.environment.info().clone()),
         additional_dirs: setup.additional_dirs.clone(),
         skills: setup.extensions.skills_prompt.clone(),
+        plugin_sections: setup.extensions.plugin_sections.clone(),
     };
     let system_prompt = match &restored.system_prompt {
         Some(text) => text.clone(),
@@ -573,8 +588,16 @@ pub fn open_session(mut setup: SessionSetup) -> Result<OpenedSession, SessionErr
     let cron_options = CronOptions::from_config(&setup.config.cron);
     let cron =
         (!cron_options.disabled).then(|| CronService::new(cron_options, restored.cron.clone()));
-    let (hooks, hook_warnings) = session_hooks(&setup.config, &setup.cwd, &session.state.id);
+    let (hooks, hook_warnings) = session_hooks(
+        &setup.config,
+        &setup.extensions.hooks,
+        &setup.cwd,
+        &session.state.id,
+    );
     warnings.extend(hook_warnings);
+    if let Some(hooks) = &hooks {
+        hooks.watch_tasks(&ctx.tasks);
+    }
     match sandbox_launcher(
         &setup.home,
         &setup.cwd,
@@ -754,6 +777,7 @@ pub fn open_session(mut setup: SessionSetup) -> Result<OpenedSession, SessionErr
                 .to_owned(),
             profile: profile.name.clone(),
         });
+        hooks.start_heartbeat(crate::engine::hooks::HEARTBEAT_INTERVAL);
     }
     for warning in &warnings {
         tracing::warn!("{warning}");

@@ -16,6 +16,8 @@ mod durable_answers;
 mod durable_steers;
 #[path = "engine/errors.rs"]
 mod errors;
+#[path = "engine/hook_events.rs"]
+mod hook_events;
 #[path = "engine/host.rs"]
 mod host;
 #[path = "engine/instructions.rs"]

@@ -50,6 +50,14 @@ impl SkillCatalog {
         self.skills.insert(skill.name.to_lowercase(), skill);
     }
 
+    /// Add a skill only when no skill of that name is known yet (lower-precedence sources
+    /// added after the others: plugins, then built-ins).
+    pub fn insert_fallback(&mut self, skill: Skill) {
+        self.skills
+            .entry(skill.name.to_lowercase())
+            .or_insert(skill);
+    }
+
     /// Record scanned roots (kept once each, in the order given).
     pub fn add_roots(&mut self, roots: impl IntoIterator<Item = PathBuf>) {
         for root in roots {
@@ -137,13 +145,23 @@ impl SkillCatalog {
     }
 
     fn render(&self, skill: &Skill, args: &str, session_id: &str, trigger: SkillTrigger) -> String {
-        let content = expand_body(
+        let mut content = expand_body(
             &skill.content,
             args,
             &skill.arguments,
             &skill.dir,
             session_id,
         );
+        if let Some(plugin) = &skill.plugin
+            && let Some(instructions) = plugin.instructions.as_deref()
+            && !instructions.trim().is_empty()
+        {
+            content = format!(
+                "<plugin-instructions plugin=\"{}\">\n{}\n</plugin-instructions>\n\n{content}",
+                plugin.id,
+                instructions.trim()
+            );
+        }
         let dir = skill.dir.display().to_string();
         let block = LoadedBlock {
             name: &skill.name,

@@ -9,7 +9,7 @@ use crate::catalog::SkillCatalog;
 use crate::skill::{Skill, SkillSource, parse_skill_text};
 
 /// Where to look for skills.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct DiscoverOptions {
     /// `$KIMI_RS_HOME`; its `skills/` folder is a user root.
     pub kimi_home: PathBuf,
@@ -21,6 +21,35 @@ pub struct DiscoverOptions {
     pub skills_dirs: Vec<PathBuf>,
     /// `extra_skill_dirs` from the config.
     pub extra_dirs: Vec<PathBuf>,
+    /// Skills of the enabled plugins (ranked below every folder, above the built-ins).
+    pub plugin_skills: Vec<Skill>,
+    /// Which built-in skills join (`builtin_product_skills = false` → without the product ones).
+    pub builtins: BuiltinSkills,
+}
+
+/// Which built-in skills a catalog gets.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BuiltinSkills {
+    All,
+    /// Without the product skills (`builtin_product_skills = false`).
+    NoProduct,
+    /// None at all (a catalog of only what is on disk).
+    None,
+}
+
+impl DiscoverOptions {
+    /// The standard roots for `cwd`, no plugins, every built-in skill.
+    pub fn new(kimi_home: &Path, user_home: Option<PathBuf>, cwd: &Path) -> DiscoverOptions {
+        DiscoverOptions {
+            kimi_home: kimi_home.to_path_buf(),
+            user_home,
+            cwd: cwd.to_path_buf(),
+            skills_dirs: Vec::new(),
+            extra_dirs: Vec::new(),
+            plugin_skills: Vec::new(),
+            builtins: BuiltinSkills::All,
+        }
+    }
 }
 
 /// How deep a root is walked looking for nested `SKILL.md` folders.
@@ -297,5 +326,53 @@ pub fn discover(opts: &DiscoverOptions) -> (SkillCatalog, Vec<String>) {
         }
         catalog.add_roots(roots.into_iter().map(|r| r.path));
     }
+    for skill in &opts.plugin_skills {
+        catalog.insert_fallback(skill.clone());
+    }
+    catalog.add_roots(opts.plugin_skills.iter().map(|s| s.dir.clone()));
+    let builtins = match opts.builtins {
+        BuiltinSkills::All => crate::builtin::builtin_skills(true),
+        BuiltinSkills::NoProduct => crate::builtin::builtin_skills(false),
+        BuiltinSkills::None => Vec::new(),
+    };
+    for skill in builtins {
+        catalog.insert_fallback(skill);
+    }
     (catalog, warnings)
+}
+
+/// The skills at one path a plugin names: a skill file, a folder holding a `SKILL.md` (one
+/// skill), or a folder of skills walked like a root. Warnings name what was skipped.
+pub fn discover_path(path: &Path, source: SkillSource) -> (Vec<Skill>, Vec<String>) {
+    let mut warnings = Vec::new();
+    let root = Root {
+        path: path.to_path_buf(),
+        source,
+    };
+    let single = if path.is_file() {
+        Some(path.to_path_buf())
+    } else if path.join("SKILL.md").is_file() {
+        Some(path.join("SKILL.md"))
+    } else {
+        None
+    };
+    if let Some(file) = single {
+        let fallback = match file.file_stem().and_then(|s| s.to_str()) {
+            Some("SKILL") => file
+                .parent()
+                .and_then(Path::file_name)
+                .and_then(|n| n.to_str())
+                .unwrap_or("skill")
+                .to_owned(),
+            Some(stem) => stem.to_owned(),
+            None => "skill".to_owned(),
+        };
+        let skills = parse_file(&file, &fallback, &root, None, &mut warnings)
+            .map(|(skill, _)| vec![skill])
+            .unwrap_or_default();
+        return (skills, warnings);
+    }
+    let mut scan = SourceScan::default();
+    walk(path, &root, 0, None, &mut scan, &mut warnings);
+    (scan.skills.into_values().collect(), warnings)
 }

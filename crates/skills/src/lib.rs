@@ -10,6 +10,7 @@
 //!    the turn as user messages.
 
 mod activation;
+mod builtin;
 mod catalog;
 mod discover;
 mod expand;
@@ -19,10 +20,11 @@ mod slash;
 mod tool;
 
 pub use activation::SkillActivation;
+pub use builtin::{PRODUCT_SKILLS, builtin_skills};
 pub use catalog::{SkillCatalog, SkillError};
-pub use discover::{DiscoverOptions, discover, project_root};
+pub use discover::{BuiltinSkills, DiscoverOptions, discover, discover_path, project_root};
 pub use expand::{expand_body, tokenize_args};
 pub use prompt::SkillTrigger;
-pub use skill::{Skill, SkillParseError, SkillSource, SkillType};
+pub use skill::{PluginSkill, Skill, SkillParseError, SkillSource, SkillType};
 pub use slash::{SlashSkill, parse_slash};
 pub use tool::{MAX_SKILL_QUERY_DEPTH, SkillDelivery, SkillSteer, SkillTool};

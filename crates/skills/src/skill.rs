@@ -8,12 +8,15 @@ use serde_json::{Map, Value};
 use kimi_tools::result::{utf16_len, utf16_prefix};
 
 /// Which root a skill was discovered in. Precedence when names collide:
-/// Project > User > Extra > Built-in.
+/// Project > User > Extra > Plugin > Built-in.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum SkillSource {
     Project,
     User,
     Extra,
+    /// An enabled plugin's `skills`.
+    Plugin,
+    /// Shipped in the binary.
     Builtin,
 }
 
@@ -24,6 +27,7 @@ impl SkillSource {
             SkillSource::Project => "project",
             SkillSource::User => "user",
             SkillSource::Extra => "extra",
+            SkillSource::Plugin => "plugin",
             SkillSource::Builtin => "builtin",
         }
     }
@@ -34,15 +38,17 @@ impl SkillSource {
             SkillSource::Project => "Project",
             SkillSource::User => "User",
             SkillSource::Extra => "Extra",
+            SkillSource::Plugin => "Plugin",
             SkillSource::Builtin => "Built-in",
         }
     }
 
     /// Listing order: the most specific scope first.
-    pub const LISTING_ORDER: [SkillSource; 4] = [
+    pub const LISTING_ORDER: [SkillSource; 5] = [
         SkillSource::Project,
         SkillSource::User,
         SkillSource::Extra,
+        SkillSource::Plugin,
         SkillSource::Builtin,
     ];
 }
@@ -121,6 +127,17 @@ pub struct Skill {
     pub mermaid: Option<String>,
     /// The first ```` ```d2 ```` block of the body (flow skills).
     pub d2: Option<String>,
+    /// The plugin that contributed this skill (source `Plugin`).
+    pub plugin: Option<PluginSkill>,
+}
+
+/// What a plugin adds to each of its skills.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PluginSkill {
+    /// The plugin's id.
+    pub id: String,
+    /// The manifest's `skillInstructions`, wrapped around the skill body when it is loaded.
+    pub instructions: Option<String>,
 }
 
 impl Skill {
@@ -259,7 +276,7 @@ fn has_sub_skill(metadata: &Map<String, Value>) -> bool {
 }
 
 /// A parsed file plus whether it opens a sub-skill bundle.
-pub(crate) struct Parsed {
+pub struct Parsed {
     pub skill: Skill,
     pub has_sub_skill: bool,
 }
@@ -267,7 +284,7 @@ pub(crate) struct Parsed {
 /// Parse one skill file. `fallback_name` is the directory or file stem, used when a flat file
 /// has no `name` in its frontmatter. Directory skills (`SKILL.md`) must have frontmatter with
 /// `name` and `description`.
-pub(crate) fn parse_skill_text(
+pub fn parse_skill_text(
     path: &Path,
     fallback_name: &str,
     source: SkillSource,
@@ -368,6 +385,7 @@ pub(crate) fn parse_skill_text(
         source,
         skill_type,
         metadata,
+        plugin: None,
     };
     Ok(Parsed {
         skill,

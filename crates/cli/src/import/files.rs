@@ -185,7 +185,7 @@ pub fn import_mcp(from: &Path, to: &Path, with_credentials: bool, report: &mut R
 }
 
 /// `plugins/installed.json` and `plugins/managed/<id>/`: kept under `$KIMI_RS_HOME/plugins/`.
-/// kimi-rs does not load plugins, and the report says so.
+/// kimi-rs loads them from there in new sessions, and the report says so.
 pub fn import_plugins(from: &Path, to: &Path, report: &mut Report) {
     let records = from.join("plugins").join("installed.json");
     if !records.is_file() {
@@ -199,9 +199,9 @@ pub fn import_plugins(from: &Path, to: &Path, report: &mut Report) {
         report,
     );
     report.note(
-        "kimi-rs does not load Kimi Code plugins: their records and files were copied to \
-         plugins/ under the kimi-rs home, but their skills, agents, hooks and MCP servers are \
-         not active; copy a plugin's skills into skills/ to use them",
+        "Kimi Code plugins were copied to plugins/ under the kimi-rs home and load in new \
+         sessions; `kimi-rs plugin list` shows them and `kimi-rs doctor` names any that cannot \
+         be loaded",
     );
 }
 

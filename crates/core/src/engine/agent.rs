@@ -583,7 +583,10 @@ async fn run_jobs(rt: Arc<Runtime>) -> Vec<TurnResult> {
             });
         }
     }
-    if let Some(hooks) = &rt.config.hooks {
+    // Only the session's main agent (the one keeping its metadata) ends the session; a
+    // subagent shutting down shares the hooks but is not a SessionEnd.
+    if let (Some(hooks), Some(_)) = (&rt.config.hooks, &rt.config.session_meta) {
+        hooks.stop_heartbeat();
         hooks
             .fire(crate::hooks::HookEventData::SessionEnd {
                 reason: "exit".to_owned(),

@@ -55,8 +55,9 @@ impl HookDef {
         }
     }
 
-    /// A hook contributed by a plugin: it runs in the plugin root and gets `KIMI_CODE_HOME`
-    /// and `KIMI_PLUGIN_ROOT` in its environment.
+    /// A hook contributed by a plugin: it runs in the plugin root and gets the home
+    /// (`KIMI_CODE_HOME`, as the reference names it, and `KIMI_RS_HOME`) and
+    /// `KIMI_PLUGIN_ROOT` in its environment.
     pub fn for_plugin(
         mut self,
         plugin_root: &std::path::Path,
@@ -66,6 +67,10 @@ impl HookDef {
         self.env = vec![
             (
                 "KIMI_CODE_HOME".to_owned(),
+                kimi_home.to_string_lossy().into_owned(),
+            ),
+            (
+                "KIMI_RS_HOME".to_owned(),
                 kimi_home.to_string_lossy().into_owned(),
             ),
             (

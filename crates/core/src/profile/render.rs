@@ -24,6 +24,8 @@ pub struct PromptEnv {
     /// The remote environment the tools act on (`None` = this machine): `cwd` is its path,
     /// and the OS, shell and listing are the target's, never this machine's.
     pub target: Option<kimi_tools::EnvironmentInfo>,
+    /// Plugins' prompt sections (the `plugin_sections` variable).
+    pub plugin_sections: String,
 }
 
 fn base_vars(env: &PromptEnv) -> PromptVars {
@@ -82,6 +84,7 @@ pub fn render_profile_prompt(
     if profile.allows_tool("Skill") {
         vars.skills.clone_from(&env.skills);
     }
+    vars.plugin_sections.clone_from(&env.plugin_sections);
     let system_md = std::fs::read_to_string(env.home.join("SYSTEM.md")).ok();
     match &profile.template {
         None => {

@@ -345,6 +345,9 @@ impl SubagentHost {
                 ctx.settings.kill_grace,
             );
         }
+        if let Some(hooks) = &self.hooks {
+            hooks.watch_tasks(&ctx.tasks);
+        }
         // A resumed subagent continues with the todo list its journal last recorded.
         ctx.todos.set(restored.todos.clone());
         // Subagents never delegate further, so chains end here.
@@ -419,6 +422,18 @@ impl SubagentHost {
             last_text: String::new(),
             forwarded: Vec::new(),
         };
+        if let Some(hooks) = &self.hooks {
+            // Awaited (surface.md §6.3): the hook sees the task before the subagent works.
+            let result = hooks
+                .fire(crate::hooks::HookEventData::SubagentStart {
+                    agent_name: profile.name.clone(),
+                    prompt: prompt.clone(),
+                })
+                .await;
+            for warning in result.warnings {
+                tracing::warn!("{warning}");
+            }
+        }
         let mut input = prompt;
         if profile.git_context && restored.system_prompt.is_none() {
             input = format!("{}{input}", crate::profile::git_context(&cwd).await);
@@ -438,6 +453,12 @@ impl SubagentHost {
         }
         for id in &follower.forwarded {
             self.parent.forget_approval(id);
+        }
+        if let Some(hooks) = &self.hooks {
+            hooks.fire_and_forget(crate::hooks::HookEventData::SubagentStop {
+                agent_name: profile.name.clone(),
+                response: follower.last_text.clone(),
+            });
         }
         follower.handle.send(Op::Shutdown);
         drop(follower.handle);

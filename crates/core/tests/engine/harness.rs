@@ -61,6 +61,8 @@ pub struct Options {
     pub permission_chain: Option<kimi_core::permission::PermissionState>,
     /// Tools added beside the built-ins.
     pub extensions: kimi_core::session::SessionExtensions,
+    /// The parsed config.toml (hooks, tool settings…); empty by default.
+    pub config: Arc<kimi_config::Config>,
 }
 
 impl Options {
@@ -80,6 +82,7 @@ impl Options {
             agent: AgentChoice::Default,
             permission_chain: None,
             extensions: Default::default(),
+            config: Default::default(),
         }
     }
 }
@@ -122,7 +125,7 @@ impl Session {
             fsync: FsyncPolicy::Never,
             extensions: options.extensions,
             agent: options.agent,
-            config: Default::default(),
+            config: options.config,
             model_pool: Default::default(),
             model_alias: None,
             models: None,

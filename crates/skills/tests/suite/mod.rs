@@ -1,5 +1,6 @@
 //! Shared fixture: a temp kimi home, OS home and git project, plus file writers.
 
+mod builtins;
 mod discover;
 mod expand;
 mod listing;
@@ -46,6 +47,9 @@ impl Fixture {
             cwd: self.cwd.clone(),
             skills_dirs: Vec::new(),
             extra_dirs: Vec::new(),
+            plugin_skills: Vec::new(),
+            // Only what the tests write: the built-ins have their own test.
+            builtins: kimi_skills::BuiltinSkills::None,
         }
     }
 

@@ -56,6 +56,7 @@ impl TaskManager {
         let entry = Arc::new(new_entry(info.clone()));
         self.persist(&info);
         self.register(&id, entry.clone());
+        self.started(&info);
         ExternalTask {
             manager: self.clone(),
             entry,

@@ -124,8 +124,13 @@ pub(crate) struct TaskEntry {
     pub(crate) adopted: bool,
 }
 
+/// Told about every task that starts running in the background (started detached, moved
+/// there from a foreground call, or an external task): the engine's TaskStarted hook.
+pub type TaskStartListener = Arc<dyn Fn(&TaskInfo) + Send + Sync>;
+
 /// All tasks of one agent.
 pub struct TaskManager {
+    start_listener: Mutex<Option<TaskStartListener>>,
     dir: PathBuf,
     tasks: Mutex<Vec<(String, Arc<TaskEntry>)>>,
     kill_grace: Duration,
@@ -157,6 +162,7 @@ impl TaskManager {
     pub fn open(dir: impl Into<PathBuf>, kill_grace: Duration) -> Arc<Self> {
         let dir = dir.into();
         let manager = Arc::new(Self {
+            start_listener: Mutex::new(None),
             dir,
             tasks: Mutex::new(Vec::new()),
             kill_grace,
@@ -166,6 +172,25 @@ impl TaskManager {
         });
         manager.load_existing();
         manager
+    }
+
+    /// Replace the listener told about tasks starting in the background.
+    pub fn set_start_listener(&self, listener: TaskStartListener) {
+        *self
+            .start_listener
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = Some(listener);
+    }
+
+    pub(crate) fn started(&self, info: &TaskInfo) {
+        let listener = self
+            .start_listener
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clone();
+        if let Some(listener) = listener {
+            listener(info);
+        }
     }
 
     pub fn dir(&self) -> &Path {
@@ -454,6 +479,7 @@ impl TaskManager {
             .send_replace(timeout.map(|t| Instant::now() + t));
         let info = entry.state.borrow().clone();
         self.persist(&info);
+        self.started(&info);
         Ok(info)
     }
 

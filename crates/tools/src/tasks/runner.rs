@@ -79,6 +79,9 @@ pub(super) fn spawn(
     }
     manager.register(&id, entry.clone());
     manager.persist(&info);
+    if !spec.foreground {
+        manager.started(&info);
+    }
 
     let manager = manager.clone();
     tokio::spawn(async move {
