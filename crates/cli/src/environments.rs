@@ -39,10 +39,9 @@ pub fn exec_server() -> std::process::ExitCode {
 
 /// The environments a launch in `cwd` can use: the user's, with the project's on top. Problems
 /// of the project file come back as warnings (its valid entries still apply).
-pub fn declared(config: &Config, cwd: &Path) -> (Environments, Vec<String>) {
+/// The project's file is read only when the folder is `trusted` (`crate::trust`).
+pub fn declared(config: &Config, cwd: &Path, trusted: bool) -> (Environments, Vec<String>) {
     let mut warnings = Vec::new();
-    // Workspace trust is decided elsewhere; until it is wired here every project is trusted.
-    let trusted = true;
     let envs = match load_project(cwd, trusted) {
         Ok(Some((project, problems))) => {
             for p in problems {

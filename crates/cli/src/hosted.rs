@@ -92,7 +92,8 @@ impl SessionFactory for ServerSessions {
             Resume::Id(_) | Resume::Latest => Default::default(),
         };
         // New sessions bind `[environments] default`; resumed ones reconnect where they ran.
-        let (environments, environment_warnings) = crate::environments::declared(&self.config, cwd);
+        let (environments, environment_warnings) =
+            crate::environments::declared(&self.config, cwd, trusted);
         for warning in &environment_warnings {
             eprintln!("{}: {warning}", self.label);
         }

@@ -625,7 +625,8 @@ pub fn run(args: &RunArgs) -> anyhow::Result<u8> {
         .enable_all()
         .build()
         .context("cannot start the async runtime")?;
-    let (environments, environment_warnings) = crate::environments::declared(&config, &cwd);
+    let (environments, environment_warnings) =
+        crate::environments::declared(&config, &cwd, trusted);
     runtime.block_on(async move {
         let extensions =
             Arc::new(Extensions::load(&home, &cwd, &args.skills_dir, &config, trusted).await);

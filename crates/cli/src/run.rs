@@ -288,7 +288,11 @@ pub fn print_mode(args: &RunArgs, prompt: &str) -> anyhow::Result<u8> {
     }
     let model = resolve_model(&config, args.model.as_deref())?;
     let permissions = print_mode_permissions(&config)?;
-    let (environments, environment_warnings) = crate::environments::declared(&config, &cwd);
+    // The project's environments are project configuration: a recorded trust (or
+    // --trust-workspace) is needed; the trust warning itself is printed below.
+    let (env_trusted, _) = crate::trust::trusted_without_asking(&home, &cwd, args.trust_workspace);
+    let (environments, environment_warnings) =
+        crate::environments::declared(&config, &cwd, env_trusted);
     for warning in environment_warnings {
         eprintln!("kimi-rs: {warning}");
     }

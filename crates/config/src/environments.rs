@@ -251,7 +251,7 @@ pub fn load_project(
     }
     if !trusted {
         return Err(format!(
-            "{} is ignored: the workspace is not trusted",
+            "{} is ignored: the workspace is not trusted (run `kimi-rs trust` to trust it, or pass --trust-workspace for one run)",
             path.display()
         ));
     }

@@ -109,8 +109,19 @@ fn mcp_servers(manifest: &Manifest) -> Result<Vec<(String, ServerConfig)>, Plugi
             path: manifest.path.clone(),
             message: format!("mcpServers: {e}"),
         })?;
-    let mut out = Vec::with_capacity(parsed.len());
-    for (name, mut server) in parsed {
+    // A plugin is installed whole or not at all: a bad server entry refuses the manifest.
+    if !parsed.problems.is_empty() {
+        let problems: Vec<String> = parsed.problems.iter().map(ToString::to_string).collect();
+        return Err(PluginError::Manifest {
+            path: manifest.path.clone(),
+            message: format!("mcpServers: {}", problems.join("; ")),
+        });
+    }
+    for warning in &parsed.warnings {
+        tracing::warn!(plugin = %manifest.path.display(), "mcpServers: {warning}");
+    }
+    let mut out = Vec::with_capacity(parsed.servers.len());
+    for (name, mut server) in parsed.servers {
         pin_server(manifest, &name, &mut server)?;
         out.push((name, server));
     }
