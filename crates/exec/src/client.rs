@@ -586,6 +586,13 @@ struct RemoteProcess {
 }
 
 impl RemoteProcess {
+    /// The executor sends a process's last output before its exit answer, and frames are read
+    /// in order: once the answer is here the output stream is complete, so it ends now instead
+    /// of the runner waiting out its quiet-drain period.
+    fn close_output(&self) {
+        lock(&self.conn.shared.outputs).remove(&self.process);
+    }
+
     fn end(
         &self,
         answer: Result<Answer, oneshot::error::RecvError>,
@@ -621,6 +628,7 @@ impl ProcessControl for RemoteProcess {
             .get_or_insert_with(|| self.conn.call_async(&request));
         let answer = rx.await;
         self.wait = None;
+        self.close_output();
         self.end(answer, &request)
     }
 
@@ -630,6 +638,7 @@ impl ProcessControl for RemoteProcess {
             grace_ms: u64::try_from(grace.as_millis()).unwrap_or(u64::MAX),
         };
         let answer = self.conn.call_async(&request).await;
+        self.close_output();
         self.end(answer, &request)
     }
 }
