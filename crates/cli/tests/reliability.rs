@@ -74,12 +74,17 @@ fn a_full_disk_stops_the_turn_before_the_side_effecting_call_runs_again_and_exit
         fill.display()
     );
     let args = json!({ "command": command }).to_string();
+    // Each step also reads a 20 KB file: a result that large cannot slip into the slack of the
+    // journal's last page on the full disk (a small one can, depending on all that was
+    // journaled before), so the append after the side effect really fails.
+    let big = fx.cwd().join("big.txt");
+    std::fs::write(&big, format!("{}\n", "y".repeat(99)).repeat(200)).unwrap();
+    let read = json!({ "path": big.display().to_string() }).to_string();
     for i in 1..=5 {
-        fx.server.push(ScriptTurn::tool_calls(&[(
-            &format!("call_{i}"),
-            "Bash",
-            &args,
-        )]));
+        fx.server.push(ScriptTurn::tool_calls(&[
+            (&format!("call_{i}"), "Bash", &args),
+            (&format!("read_{i}"), "Read", &read),
+        ]));
     }
     fx.server.push(ScriptTurn::text("All done."));
     // The protected floor keeps commands away from kimi-rs's home; this rule lets the test's

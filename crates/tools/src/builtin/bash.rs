@@ -320,9 +320,19 @@ impl Execution for BashExecution {
 
 /// The command's output bounded by the result builder, with `message` as its closing line.
 fn render_output(ctx: &ToolContext, id: &str, error: Option<&str>) -> ToolResult {
-    let (text, _) = ctx.tasks.tail_output(id, crate::tasks::OUTPUT_CAP_BYTES);
+    let (text, saved) = ctx.tasks.tail_output(id, crate::tasks::OUTPUT_CAP_BYTES);
     let mut builder = ToolResultBuilder::default();
     builder.write(&text);
+    // Output the log could not hold (a full disk) is gone: say so instead of passing off what
+    // is left as the whole output.
+    let produced = ctx.tasks.get(id).map_or(0, |info| info.output_bytes);
+    if produced > saved && produced <= crate::tasks::OUTPUT_CAP_BYTES {
+        builder.write(&format!(
+            "\n[{} bytes of output were lost: the output log {} could not be written (is the disk full?)]",
+            produced - saved,
+            ctx.tasks.output_path(id).display()
+        ));
+    }
     let truncated = builder.is_truncated();
     let mut result = match error {
         Some(message) => builder.error(message),

@@ -211,8 +211,12 @@ async fn run(
 }
 
 async fn record(entry: &TaskEntry, log: &mut tokio::fs::File, stderr: bool, bytes: &[u8]) {
-    // The log is the task's record; a failed write only loses output, never the task.
-    let _ = log.write_all(bytes).await;
+    // The log is the task's record; a failed write only loses output, never the task. The
+    // loss is logged here and the tool result says how much is missing (`render_output`).
+    if let Err(err) = log.write_all(bytes).await {
+        let id = entry.state.borrow().id.clone();
+        tracing::warn!(task = %id, bytes = bytes.len(), "cannot write the task's output log: {err}");
+    }
     let text = String::from_utf8_lossy(bytes).into_owned();
     let _ = entry.output.send(OutputChunk { stderr, text });
     entry
