@@ -585,8 +585,9 @@ fn ctrl_b_moves_the_running_shell_command_to_the_background() {
         "{}",
         h.screen(80, 8)
     );
-    // Nothing runs any more: Ctrl-B with a typed command starts it in the background.
-    h.type_str("make");
+    // Nothing runs any more and shell mode ended with its command: `!` again, then Ctrl-B
+    // with a typed command starts it in the background.
+    h.type_str("!make");
     h.ctrl('b');
     assert_eq!(
         h.actions(),
