@@ -127,13 +127,9 @@ fn answers_come_back_out_of_order_while_a_slow_request_is_in_flight() {
             })
         })
         .collect();
-    for mut rx in stats {
-        let answer = loop {
-            match rx.try_recv() {
-                Ok(answer) => break answer,
-                Err(_) => std::thread::sleep(Duration::from_millis(2)),
-            }
-        };
+    for rx in stats {
+        // Blocks until the answer comes (a dead connection answers every waiter with an error).
+        let answer = rx.blocking_recv().unwrap();
         let stat: Option<FileStat> = serde_json::from_value(answer.unwrap()).unwrap();
         assert_eq!(stat.unwrap().kind, kimi_tools::environment::FileKind::Dir);
     }
@@ -142,12 +138,7 @@ fn answers_come_back_out_of_order_while_a_slow_request_is_in_flight() {
         wait.try_recv().is_err(),
         "the slow wait must still be pending after 20 later stats were answered"
     );
-    let answer = loop {
-        match wait.try_recv() {
-            Ok(answer) => break answer,
-            Err(_) => std::thread::sleep(Duration::from_millis(10)),
-        }
-    };
+    let answer = wait.blocking_recv().unwrap();
     let exit: Exit = serde_json::from_value(answer.unwrap()).unwrap();
     assert_eq!(exit.exit_code, Some(0));
     let mut text = Vec::new();
