@@ -344,24 +344,9 @@ fn migrate_one(legacy: &Legacy, store: &SessionStore) -> anyhow::Result<Option<S
         .root()
         .join(".staging")
         .join(format!("migrate-{}", legacy.id));
-    if staging.exists() {
-        std::fs::remove_dir_all(&staging)
-            .with_context(|| format!("removing the unfinished migration {}", staging.display()))?;
-    }
-    let written = write_session(legacy, &built, &old_state, created_at, &staging);
-    let state = match written {
-        Ok(state) => state,
-        Err(err) => {
-            let _ = std::fs::remove_dir_all(&staging);
-            return Err(err);
-        }
-    };
-    if let Some(parent) = dir.parent() {
-        std::fs::create_dir_all(parent)
-            .with_context(|| format!("creating {}", parent.display()))?;
-    }
-    std::fs::rename(&staging, &dir)
-        .with_context(|| format!("moving {} to {}", staging.display(), dir.display()))?;
+    let state = super::sessions::build_in_staging(&staging, &dir, "migration", |staging| {
+        write_session(legacy, &built, &old_state, created_at, staging)
+    })?;
     let journal = kimi_store::home::journal_path(&dir, MAIN_AGENT);
     Journal::open_replay(&journal, JournalOptions::default(), MAIN_AGENT)
         .with_context(|| format!("reading back {}", journal.display()))?;

@@ -131,24 +131,9 @@ fn import_one(found: &Found, store: &SessionStore) -> anyhow::Result<String> {
         .root()
         .join(".staging")
         .join(format!("import-{}", found.id));
-    if staging.exists() {
-        std::fs::remove_dir_all(&staging)
-            .with_context(|| format!("removing the unfinished import {}", staging.display()))?;
-    }
-    let result = assemble(found, cwd, &staging);
-    let (mut state, summary) = match result {
-        Ok(done) => done,
-        Err(err) => {
-            let _ = std::fs::remove_dir_all(&staging);
-            return Err(err);
-        }
-    };
-    if let Some(parent) = dir.parent() {
-        std::fs::create_dir_all(parent)
-            .with_context(|| format!("creating {}", parent.display()))?;
-    }
-    std::fs::rename(&staging, &dir)
-        .with_context(|| format!("moving {} to {}", staging.display(), dir.display()))?;
+    let (mut state, summary) = build_in_staging(&staging, &dir, "import", |staging| {
+        assemble(found, cwd, staging)
+    })?;
     // Opening each journal the way a resume does proves kimi-rs can read what was written.
     for agent in state.agents.keys() {
         let path = kimi_store::home::journal_path(&dir, agent);
@@ -298,4 +283,33 @@ fn assemble(found: &Found, cwd: &str, staging: &Path) -> anyhow::Result<(Session
         ));
     }
     Ok((state, summary))
+}
+
+/// Builds a session folder in `staging` (cleared first: a crash may have left one) and moves it
+/// to `dir` in one rename, so a session scan never sees half a session; a failed build leaves
+/// nothing behind. `what` names the operation in errors ("import", "migration").
+pub(crate) fn build_in_staging<T>(
+    staging: &Path,
+    dir: &Path,
+    what: &str,
+    build: impl FnOnce(&Path) -> anyhow::Result<T>,
+) -> anyhow::Result<T> {
+    if staging.exists() {
+        std::fs::remove_dir_all(staging)
+            .with_context(|| format!("removing the unfinished {what} {}", staging.display()))?;
+    }
+    let built = match build(staging) {
+        Ok(built) => built,
+        Err(err) => {
+            let _ = std::fs::remove_dir_all(staging);
+            return Err(err);
+        }
+    };
+    if let Some(parent) = dir.parent() {
+        std::fs::create_dir_all(parent)
+            .with_context(|| format!("creating {}", parent.display()))?;
+    }
+    std::fs::rename(staging, dir)
+        .with_context(|| format!("moving {} to {}", staging.display(), dir.display()))?;
+    Ok(built)
 }
