@@ -170,7 +170,9 @@ async fn session_heartbeat_fires_on_its_timer_with_the_uptime_and_stops() {
     let first = beats[0]["uptime_ms"].as_u64().unwrap();
     let second = beats[1]["uptime_ms"].as_u64().unwrap();
     assert!(first >= 150, "{first}");
-    assert!(second >= first + 150, "{first} then {second}");
+    // Beats keep the timer's cadence (the n-th at n intervals), so the gap between two
+    // may be a little under one interval when the first ran late.
+    assert!(second >= 300 && second > first, "{first} then {second}");
 
     // Without a SessionHeartbeat hook no timer is armed.
     let idle = Arc::new(EngineHooks::new(
