@@ -570,6 +570,7 @@ pub async fn serve(
                     Op::Submit {
                         input,
                         origin: None,
+                        prompt_id: None,
                     },
                 ) {
                     Ok(op) => op,

@@ -194,6 +194,7 @@ async fn in_process(rt_note: &str, task: Task) {
             "Read every file under src/, one per step.",
         )],
         origin: None,
+        prompt_id: None,
     });
     let mut steps = 0;
     loop {

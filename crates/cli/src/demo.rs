@@ -88,6 +88,7 @@ pub fn run(dir: Option<PathBuf>) -> anyhow::Result<u8> {
         opened.agent.handle.send(Op::Submit {
             input: vec![ContentPart::text(prompt)],
             origin: None,
+            prompt_id: None,
         });
         let mut code = 1;
         while let Some(event) = opened.agent.events.recv().await {

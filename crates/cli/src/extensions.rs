@@ -349,6 +349,7 @@ impl Extensions {
         if let Op::Submit {
             input,
             origin: None,
+            prompt_id,
         } = &op
             && let [ContentPart::Text { text }] = input.as_slice()
             && let Some(call) =
@@ -357,6 +358,7 @@ impl Extensions {
             return Ok(Op::Submit {
                 input: vec![ContentPart::text(call.command.expand(&call.args))],
                 origin: None,
+                prompt_id: prompt_id.clone(),
             });
         }
         expand_skill_command(op, &self.skills, session_id)
@@ -441,6 +443,7 @@ pub fn expand_skill_command(op: Op, skills: &SkillCatalog, session_id: &str) -> 
     let Op::Submit {
         input,
         origin: None,
+        prompt_id,
     } = &op
     else {
         return Ok(op);
@@ -460,5 +463,6 @@ pub fn expand_skill_command(op: Op, skills: &SkillCatalog, session_id: &str) -> 
     Ok(Op::Submit {
         input: vec![ContentPart::text(slash.text)],
         origin: Some(slash.activation.to_origin()),
+        prompt_id: prompt_id.clone(),
     })
 }

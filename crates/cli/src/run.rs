@@ -354,6 +354,7 @@ pub fn print_mode(args: &RunArgs, prompt: &str) -> anyhow::Result<u8> {
                 Op::Submit {
                     input: vec![ContentPart::text(prompt)],
                     origin: None,
+                    prompt_id: None,
                 },
                 &session_id,
             )

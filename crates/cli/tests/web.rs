@@ -508,6 +508,69 @@ fn a_goal_running_when_the_process_died_is_paused_on_resume_and_served_over_rest
     );
 }
 
+/// `POST …/prompts` answers only once the prompt is journaled. A slow UserPromptSubmit hook
+/// holds an idle session's turn back before the turn records its prompt (the window in which
+/// a kill used to lose an acknowledged prompt); kill -9 right after the answer, and the
+/// prompt is in the journal, and the session reopened by a new server runs it.
+#[test]
+fn a_prompt_acknowledged_to_an_idle_session_survives_kill_9_before_its_turn_starts() {
+    let fx = Fixture::new(CORE_FORMATS[0], vec![ScriptTurn::text("Kept it.")]);
+    let config = fx.home.path().join("config.toml");
+    std::fs::write(
+        &config,
+        "[[hooks]]\nevent = \"UserPromptSubmit\"\ncommand = \"sleep 20\"\n",
+    )
+    .unwrap();
+    let mut server = Server::start(&fx);
+    let created = server.call(
+        "POST",
+        "/api/v1/sessions",
+        json!({"metadata": {"cwd": fx.cwd()}}),
+    );
+    let session = created["data"]["id"].as_str().unwrap().to_owned();
+    let sent = server.call(
+        "POST",
+        &format!("/api/v1/sessions/{session}/prompts"),
+        json!({"content": [{"type": "text", "text": "keep this prompt"}], "prompt_id": "prompt_keep"}),
+    );
+    assert_eq!(sent["code"], 0, "{sent}");
+    server.child.kill().unwrap(); // SIGKILL, while the hook still holds the turn back
+    server.child.wait().unwrap();
+    assert!(fx.requests().is_empty(), "the turn had not started");
+    let journal = fx.journal(&session);
+    assert!(
+        journal.iter().any(|r| r["type"] == "prompt.queued"
+            && r["promptId"] == "prompt_keep"
+            && r.to_string().contains("keep this prompt")),
+        "the acknowledged prompt is journaled: {journal:?}"
+    );
+
+    std::fs::remove_file(&config).unwrap();
+    let server = Server::start(&fx);
+    let status = server.call(
+        "GET",
+        &format!("/api/v1/sessions/{session}/status"),
+        Value::Null,
+    );
+    assert_eq!(status["code"], 0, "{status}");
+    common::wait_until("the reopened session runs the prompt", || {
+        fx.requests()
+            .iter()
+            .any(|r| r.body.to_string().contains("keep this prompt"))
+    });
+    common::wait_until("its turn is journaled once", || {
+        fx.journal(&session)
+            .iter()
+            .any(|r| r["type"] == "turn.prompt" && r.to_string().contains("prompt_keep"))
+    });
+    let prompts = fx
+        .requests()
+        .iter()
+        .filter(|r| r.body.to_string().contains("keep this prompt"))
+        .count();
+    assert_eq!(prompts, 1, "delivered once");
+}
+
 #[test]
 fn rewind_over_rest_stops_on_a_conflict_and_restores_with_force() {
     let fx = Fixture::new(

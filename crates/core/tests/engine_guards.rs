@@ -63,6 +63,7 @@ async fn turn(
     opened.agent.handle.send(Op::Submit {
         input: vec![ContentPart::text(prompt)],
         origin: None,
+        prompt_id: None,
     });
     let mut events = Vec::new();
     loop {

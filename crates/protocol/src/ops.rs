@@ -67,6 +67,10 @@ pub enum Op {
         input: Vec<ContentPart>,
         #[serde(default, skip_serializing_if = "Option::is_none")]
         origin: Option<Origin>,
+        /// The id the front end already told its user (the web API's `prompt_id`); the
+        /// engine makes one when absent. `PromptRecorded` names it once journaled.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        prompt_id: Option<String>,
     },
     /// Text that joins the running turn at its next step (or starts a turn when idle).
     Steer {
@@ -411,6 +415,11 @@ pub enum Event {
     /// (the web API) waits for this.
     #[serde(rename = "answer.recorded")]
     AnswerRecorded { request_id: String },
+    /// A user's prompt (`Op::Submit`) is journaled: a crash from now on does not lose it
+    /// (resume runs it). A front end that confirms prompts to its user (the web API)
+    /// waits for this.
+    #[serde(rename = "prompt.recorded")]
+    PromptRecorded { prompt_id: String },
     #[serde(rename = "context.undone")]
     ContextUndone { turns: u32 },
     /// The answer to `Op::Rewind` (also when conflicts stopped it: `report.applied` is false).

@@ -601,7 +601,8 @@ impl App {
             }
             Event::PromptQueued { .. }
             | Event::PromptSteered { .. }
-            | Event::AnswerRecorded { .. } => {}
+            | Event::AnswerRecorded { .. }
+            | Event::PromptRecorded { .. } => {}
             Event::SteerAccepted { joined, .. } => self.steer_accepted(joined),
             Event::ContextUndone { turns } => {
                 let s = if turns == 1 { "" } else { "s" };

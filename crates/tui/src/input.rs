@@ -290,6 +290,7 @@ impl App {
         self.op(Op::Submit {
             input: text_op(text),
             origin: None,
+            prompt_id: None,
         });
     }
 
@@ -533,6 +534,7 @@ impl App {
             Command::Init => self.op(Op::Submit {
                 input: vec![kimi_protocol::ContentPart::text(INIT_PROMPT)],
                 origin: None,
+                prompt_id: None,
             }),
             Command::Login => {
                 if self.login_waiting {

@@ -146,6 +146,7 @@ impl App {
                 self.op(Op::Submit {
                     input: vec![kimi_protocol::ContentPart::text(task)],
                     origin: None,
+                    prompt_id: None,
                 });
             }
         }

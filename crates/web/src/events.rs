@@ -192,7 +192,7 @@ pub fn convert(event: &Event) -> Option<(&'static str, Value, bool)> {
         Event::PromptSteered { .. } => durable("prompt.steered", payload_of(event)),
         Event::SteerAccepted { .. } => durable("prompt.steer_accepted", payload_of(event)),
         // Confirms a REST answer (see `Live::resolve`); the answer's own frame says the rest.
-        Event::AnswerRecorded { .. } => None,
+        Event::AnswerRecorded { .. } | Event::PromptRecorded { .. } => None,
         Event::ContextUndone { .. } => durable("context.undone", payload_of(event)),
         Event::Rewound { .. } => durable("rewind.done", payload_of(event)),
         Event::Usage { .. } => volatile("usage", payload_of(event)),

@@ -94,7 +94,8 @@ pub struct State {
     /// Tool calls the main agent started in the current turn: only their approvals end with
     /// it (a background subagent's requests outlive the main agent's turns).
     turn_calls: std::collections::HashSet<String>,
-    /// Answers sent to the engine whose journaling it has not confirmed yet (`AnswerRecorded`).
+    /// Answers and prompts sent to the engine whose journaling it has not confirmed yet
+    /// (`AnswerRecorded`, `PromptRecorded`), by request or prompt id.
     pub(crate) unrecorded: HashMap<String, oneshot::Sender<()>>,
 }
 
@@ -320,7 +321,10 @@ impl Live {
                 state.thinking_offset += text.chars().count() as u64;
             }
             Event::Usage { context_tokens, .. } => state.context_tokens = *context_tokens,
-            Event::AnswerRecorded { request_id } => {
+            Event::AnswerRecorded { request_id }
+            | Event::PromptRecorded {
+                prompt_id: request_id,
+            } => {
                 if let Some(tx) = state.unrecorded.remove(request_id) {
                     let _ = tx.send(());
                 }

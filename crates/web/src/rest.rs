@@ -385,6 +385,7 @@ pub async fn submit_prompt(
             Op::Submit {
                 input,
                 origin: None,
+                prompt_id: Some(prompt_id.clone()),
             },
         )
         .map_err(|err| ApiError::validation(err.to_string()))?;
@@ -393,12 +394,18 @@ pub async fn submit_prompt(
         live.handle.send(Op::SetPermissionMode { mode });
     }
     let created_at = crate::events::timestamp();
-    live.state().prompt_ids.push(prompt_id.clone());
+    let recorded = {
+        let mut state = live.state();
+        state.prompt_ids.push(prompt_id.clone());
+        state.expect_recorded(&prompt_id)
+    };
     if !live.handle.send(op) {
         return Err(ApiError::internal(format!(
             "session {id} has shut down: reload it with GET /api/v1/sessions/{id}/status or create a new one"
         )));
     }
+    // Acknowledged only once journaled: a crash after this answer does not lose the prompt.
+    crate::live::recorded("the prompt", recorded).await?;
     let prompt = json!({
         "prompt_id": prompt_id,
         "user_message_id": Value::Null,

@@ -221,6 +221,7 @@ impl<O: Write, E: Write> TurnWriter for TextWriter<O, E> {
             | Event::PromptSteered { .. }
             | Event::SteerAccepted { .. }
             | Event::AnswerRecorded { .. }
+            | Event::PromptRecorded { .. }
             | Event::ContextUndone { .. }
             | Event::Rewound { .. }
             | Event::Usage { .. }
@@ -447,6 +448,7 @@ impl<O: Write> TurnWriter for JsonWriter<O> {
             | Event::PromptSteered { .. }
             | Event::SteerAccepted { .. }
             | Event::AnswerRecorded { .. }
+            | Event::PromptRecorded { .. }
             | Event::ContextUndone { .. }
             | Event::Rewound { .. }
             | Event::Usage { .. }

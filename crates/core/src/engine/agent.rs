@@ -118,14 +118,18 @@ fn is_running(rt: &Runtime) -> bool {
 async fn dispatch(rt: Arc<Runtime>, mut ops: mpsc::UnboundedReceiver<Op>) {
     while let Some(op) = ops.recv().await {
         match op {
-            Op::Submit { input, origin } => {
-                submit(&rt, input, origin.unwrap_or_else(Origin::user));
+            Op::Submit {
+                input,
+                origin,
+                prompt_id,
+            } => {
+                submit(&rt, input, origin.unwrap_or_else(Origin::user), prompt_id);
             }
             Op::Steer { input } => {
                 if is_running(&rt) {
                     steer(&rt, input);
                 } else {
-                    let prompt_id = submit(&rt, input, Origin::user());
+                    let prompt_id = submit(&rt, input, Origin::user(), None);
                     rt.emit(Event::SteerAccepted {
                         prompt_id,
                         joined: false,
@@ -198,7 +202,7 @@ async fn dispatch(rt: Arc<Runtime>, mut ops: mpsc::UnboundedReceiver<Op>) {
             Op::Goal { action } => {
                 let runtime = rt.clone();
                 crate::goal::engine::handle_op(&rt, action, move |text| {
-                    submit(&runtime, vec![ContentPart::text(text)], Origin::user());
+                    submit(&runtime, vec![ContentPart::text(text)], Origin::user(), None);
                 });
             }
             Op::SetModel { alias } => super::model::set_model(&rt, &alias),
@@ -234,19 +238,37 @@ async fn dispatch(rt: Arc<Runtime>, mut ops: mpsc::UnboundedReceiver<Op>) {
     rt.wake.notify_one();
 }
 
-/// Queue a prompt (journaled first when it has to wait); returns its prompt id.
-fn submit(rt: &Runtime, input: Vec<ContentPart>, origin: Origin) -> String {
+/// Queue a prompt; returns its prompt id (`prompt_id`, or a new one). What a person typed,
+/// what a front end acknowledges by id, and any prompt that has to wait is journaled
+/// (`prompt.queued`) before it is acknowledged (`PromptRecorded`, `PromptQueued`), so a
+/// crash before its turn starts does not lose it: resume runs it, and the turn's
+/// `turn.prompt` consumes the record.
+fn submit(
+    rt: &Runtime,
+    input: Vec<ContentPart>,
+    origin: Origin,
+    prompt_id: Option<String>,
+) -> String {
     if origin.is_user()
         && let Some(goals) = &rt.config.goal
     {
         // The user spoke: a continuation waiting out its idle back-off is not wanted now.
         goals.user_activity();
     }
-    let prompt_id = rec::new_id("msg_");
-    let running = is_running(rt);
-    if running || !rt.shared().jobs.is_empty() {
-        // Durable before acknowledged: a crash now does not lose what the user typed.
-        rt.commit(vec![rec::prompt_queued(&prompt_id, &input)]);
+    let explicit_id = prompt_id.is_some();
+    let prompt_id = prompt_id.unwrap_or_else(|| rec::new_id("msg_"));
+    let waits = is_running(rt) || !rt.shared().jobs.is_empty();
+    // Durable before acknowledged: a crash now does not lose what the user typed. (A failed
+    // write is reported and stops the turn; the prompt is then not acknowledged.)
+    let typed = origin.is_user() || origin.is_user_slash();
+    let journaled =
+        (waits || typed || explicit_id) && rt.commit(vec![rec::prompt_queued(&prompt_id, &input)]);
+    if journaled {
+        rt.emit(Event::PromptRecorded {
+            prompt_id: prompt_id.clone(),
+        });
+    }
+    if waits {
         rt.emit(Event::PromptQueued {
             prompt_id: prompt_id.clone(),
         });

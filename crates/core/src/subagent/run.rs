@@ -122,6 +122,7 @@ impl Follower<'_> {
         if !self.handle.send(Op::Submit {
             input: vec![ContentPart::text(input)],
             origin: Some(Origin::user()),
+            prompt_id: None,
         }) {
             return RunStatus::Failed("the subagent stopped before its task was sent".to_owned());
         }

@@ -146,6 +146,7 @@ impl Session {
         self.send(Op::Submit {
             input: vec![ContentPart::text(prompt)],
             origin: None,
+            prompt_id: None,
         });
     }
 

@@ -97,6 +97,7 @@ async fn run(host: &SessionHost, opened: &mut OpenedSession, prompt: &str) {
         Op::Submit {
             input: vec![ContentPart::text(prompt)],
             origin: None,
+            prompt_id: None,
         },
     )
     .await

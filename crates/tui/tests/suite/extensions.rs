@@ -65,6 +65,7 @@ fn skills_follow_the_builtin_commands_in_the_slash_menu() {
         vec![UiAction::Op(Op::Submit {
             input: text("/skill:review src/"),
             origin: None,
+            prompt_id: None,
         })]
     );
 }
@@ -85,6 +86,7 @@ fn a_skill_command_typed_while_busy_is_queued() {
         vec![UiAction::Op(Op::Submit {
             input: text("/skill:commit"),
             origin: None,
+            prompt_id: None,
         })]
     );
     assert!(h.screen(60, 10).contains("/skill:commit"));

@@ -36,7 +36,8 @@ fn a_swarm_task_in_manual_mode_offers_yolo_first_then_sends_the_task() {
             }),
             UiAction::Op(Op::Submit {
                 input: text("fix every lint warning"),
-                origin: None
+                origin: None,
+                prompt_id: None
             }),
         ]
     );

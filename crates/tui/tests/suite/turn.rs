@@ -33,7 +33,8 @@ fn streaming_answer_renders_markdown_as_it_arrives() {
         h.actions(),
         vec![UiAction::Op(Op::Submit {
             input: text("fix the bug"),
-            origin: None
+            origin: None,
+            prompt_id: None
         })]
     );
     h.event(Event::ThinkingDelta {
@@ -418,7 +419,8 @@ fn slash_completion_and_unknown_commands_go_to_the_model() {
         h.actions(),
         vec![UiAction::Op(Op::Submit {
             input: text("/frobnicate the widget"),
-            origin: None
+            origin: None,
+            prompt_id: None
         })]
     );
 }
@@ -458,7 +460,8 @@ fn slash_commands_map_to_ops_and_host_requests() {
         acts[4],
         UiAction::Op(Op::Submit {
             input: text(kimi_tui::input::INIT_PROMPT),
-            origin: None
+            origin: None,
+            prompt_id: None
         })
     );
     assert_eq!(
