@@ -147,7 +147,7 @@ fn start_login(
     let (home, updates) = (launch.home.clone(), updates.clone());
     tokio::spawn(async move {
         let waiting = updates.clone();
-        let outcome = crate::accounts::login_flow(&home, &endpoints, &cancel, move |code| {
+        let outcome = crate::accounts::login_flow(&home, &endpoints, None, &cancel, move |code| {
             let update = HostUpdate::LoginWaiting {
                 url: code.url().to_owned(),
                 code: code.user_code.clone(),
