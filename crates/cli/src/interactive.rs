@@ -182,7 +182,8 @@ fn start_login(
     None
 }
 
-/// `/provider` (list) and `/provider remove <id>` against the home's `config.toml`.
+/// `/provider` (list), `/provider remove <id>`, `/provider catalog …` and `/provider add …`
+/// (`providers::tui`) against the home's `config.toml`.
 fn providers_command(launch: &Launch, args: &str) -> HostUpdate {
     let mut words = args.split_whitespace();
     match (words.next(), words.next()) {
@@ -200,9 +201,29 @@ fn providers_command(launch: &Launch, args: &str) -> HostUpdate {
             Ok(Err(text)) => HostUpdate::Error(text),
             Err(err) => HostUpdate::Error(format!("{err:#}")),
         },
+        (Some("catalog"), _) => {
+            let rest = args
+                .trim_start()
+                .strip_prefix("catalog")
+                .unwrap_or_default();
+            match crate::providers::tui::catalog_text(rest) {
+                Ok(text) => HostUpdate::Notice(text),
+                Err(text) => HostUpdate::Error(text),
+            }
+        }
+        (Some("add"), _) => {
+            let rest = args.trim_start().strip_prefix("add").unwrap_or_default();
+            let env = |name: &str| std::env::var(name).ok();
+            match crate::providers::tui::add(&launch.home, rest, &env) {
+                Ok(text) => HostUpdate::Notice(format!(
+                    "{text} Restart kimi-rs (`kimi-rs -c` continues this session) to use them."
+                )),
+                Err(text) => HostUpdate::Error(text),
+            }
+        }
         _ => HostUpdate::Error(
-            "use /provider (list) or /provider remove <id>; to add one run `kimi-rs provider \
-             catalog add <id> --api-key …` or `kimi-rs login` in a shell"
+            "use /provider (list), /provider catalog [id|filter], /provider add <catalog id> \
+             <key|$VAR> [model …] or /provider remove <id>"
                 .to_owned(),
         ),
     }

@@ -699,6 +699,108 @@ fn first_start_offers_the_kimi_code_import_once() {
     assert!(status.success(), "{status}");
 }
 
+/// Declining the import offer is remembered: nothing is imported and the next start does not
+/// ask again.
+#[test]
+fn a_declined_kimi_code_import_is_never_offered_again() {
+    let work = tempfile::tempdir().unwrap();
+    let home = tempfile::tempdir().unwrap();
+    let kimi_code = home.path().join(".kimi-code");
+    std::fs::create_dir_all(kimi_code.join("skills/greet")).unwrap();
+    std::fs::write(
+        kimi_code.join("skills/greet/SKILL.md"),
+        "---\nname: greet\ndescription: Greets.\n---\nSay hello.\n",
+    )
+    .unwrap();
+    std::fs::write(kimi_code.join("config.toml"), "default_model = \"x\"\n").unwrap();
+
+    let mut s = Session::spawn(work.path(), home.path(), "http://127.0.0.1:9", &[]);
+    s.wait_for("the import offer", |t| {
+        t.contains("Found a Kimi Code home") && t.contains("[y/N]")
+    });
+    s.send(b"n\r");
+    s.wait_for("the prompt after declining", |t| t.contains("ask anything"));
+    s.send(b"\x04");
+    let (status, text) = s.wait_exit("Ctrl-D");
+    assert!(status.success(), "{status}");
+    assert!(
+        text.contains("Run `kimi-rs import` whenever you want"),
+        "{text}"
+    );
+    assert!(!home.path().join("skills/greet").exists());
+    let marker: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(home.path().join("kimi-code-import.json")).unwrap())
+            .unwrap();
+    assert_eq!(marker["offer"]["answer"], "no", "{marker}");
+    assert!(marker.get("lastImport").is_none(), "{marker}");
+
+    let mut s = Session::spawn(work.path(), home.path(), "http://127.0.0.1:9", &[]);
+    let screen = s.wait_for("the prompt", |t| t.contains("ask anything"));
+    assert!(!screen.contains("Found a Kimi Code home"), "{screen}");
+    s.send(b"\x04");
+    let (status, _) = s.wait_exit("Ctrl-D");
+    assert!(status.success(), "{status}");
+}
+
+/// `/provider` in a real terminal: browse the bundled models.dev catalog, add a vendor with a
+/// key and a chosen model (written like `kimi-rs provider catalog add`), see it listed,
+/// remove it. The key never reaches the saved prompt history.
+#[test]
+fn provider_manager_adds_from_the_catalog_lists_and_removes() {
+    const KEY: &str = "sk-tui-provider-secret";
+    let work = tempfile::tempdir().unwrap();
+    let home = tempfile::tempdir().unwrap();
+    let mut s = Session::spawn(work.path(), home.path(), "http://127.0.0.1:9", &[]);
+    s.wait_for("the prompt", |t| t.contains("ask anything"));
+
+    s.send(b"/provider catalog moon\r");
+    s.wait_for("the catalog's vendors", |t| {
+        t.contains("moonshotai  Moonshot AI")
+    });
+    s.send(b"/provider catalog moonshotai\r");
+    s.wait_for("the vendor's models", |t| {
+        t.contains("kimi-k2-thinking  Kimi K2 Thinking") && t.contains("$MOONSHOT_API_KEY")
+    });
+    s.send(format!("/provider add moonshotai {KEY} kimi-k2-thinking\r").as_bytes());
+    s.wait_for("the provider added", |t| {
+        t.contains("Added provider `moonshotai`") && t.contains("moonshotai/kimi-k2-thinking")
+    });
+    let config = std::fs::read_to_string(home.path().join("config.toml")).unwrap();
+    let parsed: toml::Value = toml::from_str(&config).unwrap();
+    assert_eq!(
+        parsed["providers"]["moonshotai"]["api_key"].as_str(),
+        Some(KEY)
+    );
+    assert_eq!(
+        parsed["providers"]["moonshotai"]["base_url"].as_str(),
+        Some("https://api.moonshot.ai/v1")
+    );
+    let models: Vec<&String> = parsed["models"].as_table().unwrap().keys().collect();
+    assert_eq!(models, ["moonshotai/kimi-k2-thinking"], "{config}");
+
+    s.send(b"/provider\r");
+    s.wait_for("the list", |t| t.contains("moonshotai  openai  1 model(s)"));
+    s.send(b"/provider remove moonshotai\r");
+    s.wait_for("the removal", |t| {
+        t.contains("Removed provider `moonshotai` and 1 model(s)")
+    });
+    s.send(b"\x04");
+    let (status, _) = s.wait_exit("Ctrl-D");
+    assert!(status.success(), "{status}");
+    let config = std::fs::read_to_string(home.path().join("config.toml")).unwrap();
+    assert!(!config.contains("moonshotai"), "{config}");
+    let history = home.path().join("tui/history");
+    let saved: String = std::fs::read_dir(&history)
+        .map(|dir| {
+            dir.filter_map(Result::ok)
+                .map(|e| std::fs::read_to_string(e.path()).unwrap_or_default())
+                .collect()
+        })
+        .unwrap_or_default();
+    assert!(saved.contains("/provider catalog moonshotai"), "{saved}");
+    assert!(!saved.contains(KEY), "{saved}");
+}
+
 /// `[models]` aliases on the scripted server, beside the environment's model `m`.
 fn two_models_config(base_url: &str) -> String {
     format!(

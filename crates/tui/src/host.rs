@@ -41,7 +41,8 @@ pub enum HostRequest {
     /// Esc while a login waits: give it up.
     CancelLogin,
     /// `/provider`: list the providers of `config.toml` (answered with a `Notice`);
-    /// `/provider remove <id>` deletes one and its models.
+    /// `/provider remove <id>` deletes one and its models; `/provider catalog …` and
+    /// `/provider add <id> <key|$VAR> [model …]` browse and add from the bundled catalog.
     Providers { args: String },
 }
 

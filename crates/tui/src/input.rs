@@ -263,7 +263,9 @@ impl App {
             self.shell_mode = false;
             return;
         }
-        self.history.push(&raw);
+        if !commands::carries_secret(&raw) {
+            self.history.push(&raw);
+        }
         if let Some((spec, args)) = commands::parse(text.trim()) {
             if self.is_busy() && spec.availability == Availability::Idle {
                 self.notice(
