@@ -211,6 +211,23 @@ fn providers_command(launch: &Launch, args: &str) -> HostUpdate {
                 Err(text) => HostUpdate::Error(text),
             }
         }
+        (Some("add"), None) => match crate::providers::tui::choices() {
+            Ok(choices) => HostUpdate::Choose {
+                title: "Add a provider from the models.dev catalog — then keep the $VAR or type \
+                        the key, name the models (none: all) and press Enter"
+                    .to_owned(),
+                items: choices
+                    .into_iter()
+                    .map(|c| kimi_tui::dialogs::PickerItem {
+                        label: c.label,
+                        detail: c.detail,
+                        value: c.prompt,
+                        this_dir: false,
+                    })
+                    .collect(),
+            },
+            Err(text) => HostUpdate::Error(text),
+        },
         (Some("add"), _) => {
             let rest = args.trim_start().strip_prefix("add").unwrap_or_default();
             let env = |name: &str| std::env::var(name).ok();

@@ -761,10 +761,24 @@ fn provider_manager_adds_from_the_catalog_lists_and_removes() {
     s.wait_for("the vendor's models", |t| {
         t.contains("kimi-k2-thinking  Kimi K2 Thinking") && t.contains("$MOONSHOT_API_KEY")
     });
-    s.send(format!("/provider add moonshotai {KEY} kimi-k2-thinking\r").as_bytes());
-    s.wait_for("the provider added", |t| {
+    // `/provider add` alone: pick the vendor, and the prompt is left to complete with the key
+    // (replacing the vendor's usual variable) and the chosen model.
+    s.send(b"/provider add\r");
+    s.wait_for("the vendor picker", |t| {
+        t.contains("Add a provider from the models.dev catalog") && t.contains("anthropic")
+    });
+    s.send(b"moonshot");
+    s.wait_for("the filtered picker", |t| !t.contains("anthropic"));
+    s.send(b"\r");
+    s.wait_for("the prefilled prompt", |t| {
+        t.contains("/provider add moonshotai $MOONSHOT_API_KEY")
+    });
+    s.send(&[0x7f; "$MOONSHOT_API_KEY ".len()]);
+    s.send(format!("{KEY} kimi-k2-thinking\r").as_bytes());
+    let screen = s.wait_for("the provider added", |t| {
         t.contains("Added provider `moonshotai`") && t.contains("moonshotai/kimi-k2-thinking")
     });
+    assert!(!screen.contains(KEY), "{screen}");
     let config = std::fs::read_to_string(home.path().join("config.toml")).unwrap();
     let parsed: toml::Value = toml::from_str(&config).unwrap();
     assert_eq!(

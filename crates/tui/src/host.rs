@@ -139,6 +139,12 @@ pub enum HostUpdate {
         ok: bool,
         message: String,
     },
+    /// The host offers choices (`/provider add` with no vendor); the chosen item's `value` is
+    /// put into the prompt for the user to complete and send.
+    Choose {
+        title: String,
+        items: Vec<crate::dialogs::PickerItem>,
+    },
 }
 
 /// The UI's ends of the channels to the engine and the host.

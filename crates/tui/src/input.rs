@@ -603,6 +603,7 @@ impl App {
                     }
                     // The footer changes when the engine confirms (`Event::ModelChanged`).
                     PickerKind::Model => self.op(Op::SetModel { alias: value }),
+                    PickerKind::Prefill => self.editor.set_text(&value),
                     PickerKind::Effort => self.op(Op::SetEffort { effort: value }),
                     PickerKind::Permission => {
                         let mode = match value.as_str() {

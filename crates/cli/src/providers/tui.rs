@@ -63,6 +63,38 @@ pub fn catalog_text(arg: &str) -> Result<String, String> {
     Ok(lines.join("\n"))
 }
 
+/// One vendor `/provider add` offers to pick.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Choice {
+    pub label: String,
+    pub detail: String,
+    /// The prompt the pick leaves to complete: `/provider add <id> $<VAR> ` (the vendor's
+    /// usual key variable, to keep or replace with the key), then the models.
+    pub prompt: String,
+}
+
+/// `/provider add` alone: the vendors kimi-rs can talk to, to pick from.
+pub fn choices() -> Result<Vec<Choice>, String> {
+    let catalog = bundled()?;
+    Ok(catalog
+        .iter()
+        .filter_map(|(id, vendor)| {
+            let kind = catalog::provider_type(id, vendor).ok()?;
+            let models: Vec<&str> = catalog::usable(vendor).map(|(m, _)| m.as_str()).collect();
+            let var = vendor
+                .env
+                .first()
+                .map(|v| format!("${v} "))
+                .unwrap_or_default();
+            Some(Choice {
+                label: format!("{id}  {}", vendor.name),
+                detail: format!("{kind} · {}", models.join(", ")),
+                prompt: format!("/provider add {id} {var}"),
+            })
+        })
+        .collect())
+}
+
 /// The API key of `/provider add`: a literal key, or `$VAR` read from kimi-rs's environment
 /// now (the value is written, as `kimi-rs provider catalog add` does with its variable).
 fn credential(arg: &str, env: &dyn Fn(&str) -> Option<String>) -> Result<String, String> {
