@@ -815,6 +815,108 @@ fn provider_manager_adds_from_the_catalog_lists_and_removes() {
     assert!(!saved.contains(KEY), "{saved}");
 }
 
+/// `/plugins` in a real terminal: the Marketplace tab (a local marketplace file) installs a
+/// plugin, the per-server MCP toggle and the Installed tab's info work, `/plugins reload`
+/// brings its skill into this session, disable and remove change the plugin state.
+#[test]
+fn plugins_panel_installs_from_the_marketplace_toggles_reloads_and_removes() {
+    let work = tempfile::tempdir().unwrap();
+    let home = tempfile::tempdir().unwrap();
+    let source = tempfile::tempdir().unwrap();
+    let root = source.path().join("demo-plugin");
+    std::fs::create_dir_all(root.join("skills/wave")).unwrap();
+    std::fs::write(
+        root.join("kimi.plugin.json"),
+        serde_json::json!({
+            "name": "demo", "version": "1.2.0", "skills": "./skills",
+            "mcpServers": {"demo-echo": {"command": "./bin/none"}}
+        })
+        .to_string(),
+    )
+    .unwrap();
+    std::fs::write(
+        root.join("skills/wave/SKILL.md"),
+        "---\nname: wave\ndescription: Waves at people from the demo plugin\n---\nWave.\n",
+    )
+    .unwrap();
+    // The server's command must exist in the plugin; it never starts (switched off below).
+    std::fs::create_dir_all(root.join("bin")).unwrap();
+    std::fs::write(root.join("bin/none"), "#!/bin/sh\nexit 1\n").unwrap();
+    let market = source.path().join("market.json");
+    std::fs::write(
+        &market,
+        serde_json::json!({"version": "2", "plugins": [
+            {"id": "demo", "displayName": "Demo", "source": "./demo-plugin"}]})
+        .to_string(),
+    )
+    .unwrap();
+
+    let mut s = Session::spawn(work.path(), home.path(), "http://127.0.0.1:9", &[]);
+    s.wait_for("the prompt", |t| t.contains("ask anything"));
+    s.send(b"/plugins\r");
+    s.wait_for("the empty installed tab", |t| {
+        t.contains("No plugins installed")
+    });
+
+    s.send(format!("/plugins marketplace file://{}\r", market.display()).as_bytes());
+    s.wait_for("the marketplace tab", |t| {
+        t.contains("Plugins — Marketplace") && t.contains("demo  Demo")
+    });
+    s.send(b"\r");
+    s.wait_for("the prefilled install", |t| t.contains("/plugins install "));
+    s.send(b"\r");
+    s.wait_for("the install", |t| {
+        t.contains("Installed plugin `demo` 1.2.0") && t.contains("1 skill(s)")
+    });
+    assert!(
+        home.path()
+            .join("plugins/managed/demo/skills/wave/SKILL.md")
+            .is_file()
+    );
+
+    s.send(b"/plugins mcp disable demo demo-echo\r");
+    s.wait_for("the MCP toggle", |t| {
+        t.contains("MCP server `demo-echo` of plugin `demo` disabled.")
+    });
+    s.send(b"/plugins\r");
+    s.wait_for("the installed tab", |t| {
+        t.contains("Plugins — Installed") && t.contains("demo  enabled")
+    });
+    s.send(b"\r");
+    s.wait_for("the prefilled info", |t| t.contains("/plugins info demo"));
+    s.send(b"\r");
+    s.wait_for("the info", |t| {
+        t.contains("skill /wave") && t.contains("MCP server demo-echo (stdio) — disabled")
+    });
+
+    s.send(b"/plugins reload\r");
+    s.wait_for("the reload", |t| t.contains("this session now uses them"));
+    s.send(b"/wav");
+    s.wait_for("the plugin's skill in the completion menu", |t| {
+        t.contains("Waves at people from the demo plugin")
+    });
+    s.send(b"\x15\x1b");
+
+    s.send(b"/plugins disable demo\r");
+    s.wait_for("the disable", |t| t.contains("Disabled plugin `demo`."));
+    let state: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(home.path().join("plugins/installed.json")).unwrap())
+            .unwrap();
+    assert_eq!(state["plugins"]["demo"]["enabled"], false, "{state}");
+    assert_eq!(
+        state["plugins"]["demo"]["mcp"]["demo-echo"], false,
+        "{state}"
+    );
+    s.send(b"/plugins remove demo\r");
+    s.wait_for("the removal", |t| {
+        t.contains("Removed plugin `demo` and its copy.")
+    });
+    s.send(b"\x04");
+    let (status, _) = s.wait_exit("Ctrl-D");
+    assert!(status.success(), "{status}");
+    assert!(!home.path().join("plugins/managed/demo").exists());
+}
+
 /// `[models]` aliases on the scripted server, beside the environment's model `m`.
 fn two_models_config(base_url: &str) -> String {
     format!(

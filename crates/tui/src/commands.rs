@@ -38,6 +38,7 @@ pub enum Command {
     Init,
     Login,
     Provider,
+    Plugins,
     Exit,
     Version,
 }
@@ -229,6 +230,13 @@ pub const COMMANDS: &[CommandSpec] = &[
         &["providers"],
         Always,
         "list, catalog [id], add <id> <key|$VAR> [models], remove <id>",
+    ),
+    spec(
+        Command::Plugins,
+        "plugins",
+        &[],
+        Always,
+        "installed, marketplace, install, info, enable, disable, remove, reload, mcp",
     ),
     spec(Command::Exit, "exit", &["quit", "q"], Idle, "quit"),
     spec(Command::Version, "version", &[], Always, "show the version"),

@@ -44,6 +44,11 @@ pub enum HostRequest {
     /// `/provider remove <id>` deletes one and its models; `/provider catalog …` and
     /// `/provider add <id> <key|$VAR> [model …]` browse and add from the bundled catalog.
     Providers { args: String },
+    /// `/plugins [list|marketplace [src]|install <src>|info <id>|enable <id>|disable <id>|
+    /// remove <id>|reload|mcp enable|disable <id> <server>]`: answered with a `Notice`, an
+    /// `Error` or a `Choose` (the installed and marketplace tabs); `reload` also reopens the
+    /// session with the plugins as they are now.
+    Plugins { args: String },
 }
 
 /// One row of the task browser (`Event::TaskList`).

@@ -549,6 +549,15 @@ impl App {
             Command::Provider => self.emit(UiAction::Host(HostRequest::Providers {
                 args: args.to_owned(),
             })),
+            // Reloading reopens the session, which must not happen under a running turn.
+            Command::Plugins if self.is_busy() && args.trim() == "reload" => self.notice(
+                NoticeLevel::Warning,
+                "/plugins reload reopens the session; wait for the turn to end (or press Esc)."
+                    .to_owned(),
+            ),
+            Command::Plugins => self.emit(UiAction::Host(HostRequest::Plugins {
+                args: args.to_owned(),
+            })),
             Command::Exit => self.emit(UiAction::Exit),
             Command::Version => {
                 let v = self.info.version.clone();
