@@ -62,6 +62,19 @@ impl Session {
         rows: u16,
         cols: u16,
     ) -> Self {
+        Self::spawn_env(work, home, base_url, args, rows, cols, &[])
+    }
+
+    /// Like `spawn_sized`, with extra variables in the child's environment.
+    fn spawn_env(
+        work: &Path,
+        home: &Path,
+        base_url: &str,
+        args: &[&str],
+        rows: u16,
+        cols: u16,
+        env: &[(&str, &str)],
+    ) -> Self {
         let master = openpt(OpenptFlags::RDWR | OpenptFlags::NOCTTY).unwrap();
         grantpt(&master).unwrap();
         unlockpt(&master).unwrap();
@@ -103,6 +116,7 @@ impl Session {
         .env_remove("NO_COLOR")
         .env_remove("KIMI_RS_TUI_FULL_SCREEN")
         .env_remove("KIMI_CODE_TUI_FULL_SCREEN")
+        .envs(env.iter().copied())
         .stdin(Stdio::from(slave.try_clone().unwrap()))
         .stdout(Stdio::from(slave.try_clone().unwrap()))
         .stderr(Stdio::from(slave.try_clone().unwrap()));
@@ -700,12 +714,14 @@ fn first_start_offers_the_kimi_code_import_once() {
 }
 
 /// Declining the import offer is remembered: nothing is imported and the next start does not
-/// ask again.
+/// ask again. The Kimi Code home is found through `KIMI_CODE_HOME` here.
 #[test]
 fn a_declined_kimi_code_import_is_never_offered_again() {
     let work = tempfile::tempdir().unwrap();
     let home = tempfile::tempdir().unwrap();
-    let kimi_code = home.path().join(".kimi-code");
+    let elsewhere = tempfile::tempdir().unwrap();
+    let kimi_code = elsewhere.path().join("kimi-code-home");
+    let env = [("KIMI_CODE_HOME", kimi_code.to_str().unwrap())];
     std::fs::create_dir_all(kimi_code.join("skills/greet")).unwrap();
     std::fs::write(
         kimi_code.join("skills/greet/SKILL.md"),
@@ -714,9 +730,18 @@ fn a_declined_kimi_code_import_is_never_offered_again() {
     .unwrap();
     std::fs::write(kimi_code.join("config.toml"), "default_model = \"x\"\n").unwrap();
 
-    let mut s = Session::spawn(work.path(), home.path(), "http://127.0.0.1:9", &[]);
+    let mut s = Session::spawn_env(
+        work.path(),
+        home.path(),
+        "http://127.0.0.1:9",
+        &[],
+        ROWS,
+        COLS,
+        &env,
+    );
+    let at = format!("Found a Kimi Code home at {}", kimi_code.display());
     s.wait_for("the import offer", |t| {
-        t.contains("Found a Kimi Code home") && t.contains("[y/N]")
+        t.contains(&at) && t.contains("[y/N]")
     });
     s.send(b"n\r");
     s.wait_for("the prompt after declining", |t| t.contains("ask anything"));
@@ -734,7 +759,15 @@ fn a_declined_kimi_code_import_is_never_offered_again() {
     assert_eq!(marker["offer"]["answer"], "no", "{marker}");
     assert!(marker.get("lastImport").is_none(), "{marker}");
 
-    let mut s = Session::spawn(work.path(), home.path(), "http://127.0.0.1:9", &[]);
+    let mut s = Session::spawn_env(
+        work.path(),
+        home.path(),
+        "http://127.0.0.1:9",
+        &[],
+        ROWS,
+        COLS,
+        &env,
+    );
     let screen = s.wait_for("the prompt", |t| t.contains("ask anything"));
     assert!(!screen.contains("Found a Kimi Code home"), "{screen}");
     s.send(b"\x04");
