@@ -4,8 +4,9 @@ use std::path::PathBuf;
 
 #[derive(Debug, thiserror::Error)]
 pub enum AuthError {
-    #[error("not logged in to Kimi Code (no credential at {path}); run `kimi-rs login`")]
-    NotLoggedIn { path: PathBuf },
+    /// `location` says where the credential was looked for (a file, or a keyring entry).
+    #[error("not logged in to Kimi Code (no credential {location}); run `kimi-rs login`")]
+    NotLoggedIn { location: String },
     #[error(
         "the Kimi Code login was refused when refreshing it ({detail}); run `kimi-rs login` to sign in again"
     )]
@@ -32,6 +33,10 @@ pub enum AuthError {
     Protocol { url: String, detail: String },
     #[error("{path}: {detail}")]
     Storage { path: PathBuf, detail: String },
+    #[error(
+        "the OS keyring cannot be used for the login `{key}` ({detail}); make it available (on Linux kimi-rs uses the kernel keyring: `keyctl show @u` shows it) or run `kimi-rs login --storage file` to keep the token in $KIMI_RS_HOME/credentials/ instead"
+    )]
+    Keyring { key: String, detail: String },
     #[error("{0}")]
     Config(String),
 }

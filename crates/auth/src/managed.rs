@@ -12,6 +12,7 @@ use toml_edit::{Array, DocumentMut, InlineTable, Item, Table, TableLike, value};
 use crate::endpoints::Endpoints;
 use crate::error::AuthError;
 use crate::http::get_bearer;
+use crate::store::Storage;
 use crate::{ALIAS_PREFIX, PROVIDER_NAME};
 
 /// One model of the server's list.
@@ -151,9 +152,9 @@ fn table_mut<'a>(parent: &'a mut Table, key: &str) -> Result<&'a mut dyn TableLi
     })
 }
 
-fn oauth_ref(endpoints: &Endpoints, key: &str) -> InlineTable {
+fn oauth_ref(endpoints: &Endpoints, key: &str, storage: &Storage) -> InlineTable {
     let mut oauth = InlineTable::new();
-    oauth.insert("storage", "file".into());
+    oauth.insert("storage", storage.as_str().into());
     oauth.insert("key", key.into());
     if let Some(host) = endpoints.persisted_oauth_host() {
         oauth.insert("oauth_host", host.into());
@@ -174,6 +175,7 @@ pub fn apply(
     doc: &mut DocumentMut,
     endpoints: &Endpoints,
     key: &str,
+    storage: &Storage,
     models: &[ManagedModel],
     keep_default: bool,
 ) -> Result<Applied, AuthError> {
@@ -186,7 +188,7 @@ pub fn apply(
         let mut provider = Table::new();
         provider.insert("type", value("kimi"));
         provider.insert("base_url", value(endpoints.base_url.as_str()));
-        provider.insert("oauth", value(oauth_ref(endpoints, key)));
+        provider.insert("oauth", value(oauth_ref(endpoints, key, storage)));
         providers.insert(PROVIDER_NAME, Item::Table(provider));
     }
     let aliases = write_models(root, PROVIDER_NAME, ALIAS_PREFIX, models)?;
@@ -226,7 +228,7 @@ pub fn apply(
                 "base_url",
                 value(format!("{}/{path}", endpoints.base_url).as_str()),
             );
-            service.insert("oauth", value(oauth_ref(endpoints, key)));
+            service.insert("oauth", value(oauth_ref(endpoints, key, storage)));
             services.insert(name, Item::Table(service));
         }
     }
@@ -421,6 +423,7 @@ mod tests {
             &mut doc,
             &endpoints(),
             "oauth/x",
+            &Storage::Keyring,
             &[model("k2"), model("k3")],
             false,
         )
@@ -433,7 +436,11 @@ mod tests {
         assert!(config.check().is_ok(), "{:?}", config.diagnostics);
         assert!(config.diagnostics.is_empty(), "{:?}", config.diagnostics);
         let provider = &config.providers[PROVIDER_NAME];
-        assert_eq!(provider.oauth.as_ref().unwrap().key, "oauth/x");
+        let oauth = provider.oauth.as_ref().unwrap();
+        assert_eq!(
+            (oauth.key.as_str(), oauth.storage.as_deref()),
+            ("oauth/x", Some("keyring"))
+        );
         assert_eq!(
             config.models["kimi-code/k3"].capabilities,
             ["thinking", "image_in", "tool_use"]
@@ -442,7 +449,15 @@ mod tests {
 
         // A refresh drops models the server stopped listing and keeps the chosen default.
         doc["default_model"] = value("kimi-code/k3");
-        apply(&mut doc, &endpoints(), "oauth/x", &[model("k3")], true).unwrap();
+        apply(
+            &mut doc,
+            &endpoints(),
+            "oauth/x",
+            &Storage::Keyring,
+            &[model("k3")],
+            true,
+        )
+        .unwrap();
         assert!(doc["models"].get("kimi-code/k2").is_none());
         assert_eq!(doc["default_model"].as_str(), Some("kimi-code/k3"));
 

@@ -11,7 +11,7 @@ use kimi_llm::{ChatRequest, DeltaStream, LlmError, Provider, ResolvedModel, buil
 use crate::endpoints::Endpoints;
 use crate::error::AuthError;
 use crate::refresh::TokenManager;
-use crate::store::TokenStore;
+use crate::store::{Storage, TokenStore};
 
 pub struct ManagedProvider {
     model: ResolvedModel,
@@ -56,16 +56,9 @@ pub fn token_manager(
     let Some(oauth) = &model.oauth else {
         return Ok(None);
     };
-    if oauth.storage.as_deref().is_some_and(|s| s != "file") {
-        return Err(AuthError::Config(format!(
-            "[providers.\"{}\"] keeps its login in `{}` storage, which kimi-rs cannot read; run `kimi-rs login` to store it as a file",
-            model.provider_id,
-            oauth.storage.as_deref().unwrap_or_default()
-        )));
-    }
     let endpoints = Endpoints::configured(oauth.oauth_host.as_deref(), Some(&model.base_url), env);
     Ok(Some(Arc::new(TokenManager::new(
-        TokenStore::new(home),
+        TokenStore::with_storage(home, Storage::from_config(oauth.storage.as_deref())),
         &oauth.key,
         &endpoints,
     ))))

@@ -4,7 +4,6 @@
 //! credential, and the file is read again under the lock so a token another kimi-rs just
 //! rotated is used instead of refreshing twice (the refresh token is single-use).
 
-use std::path::PathBuf;
 use std::time::Duration;
 
 use crate::endpoints::Endpoints;
@@ -38,16 +37,18 @@ impl TokenManager {
         &self.key
     }
 
-    /// The credential file.
-    pub fn path(&self) -> Result<PathBuf, AuthError> {
-        self.store.path_for(&self.key)
+    /// Where the credential is kept, for messages.
+    pub fn location(&self) -> Result<String, AuthError> {
+        self.store.location(&self.key)
     }
 
     /// The stored token, or "not logged in".
     pub fn load(&self) -> Result<Token, AuthError> {
         match self.store.load(&self.key)? {
             Some(token) => Ok(token),
-            None => Err(AuthError::NotLoggedIn { path: self.path()? }),
+            None => Err(AuthError::NotLoggedIn {
+                location: self.location()?,
+            }),
         }
     }
 
@@ -74,7 +75,7 @@ impl TokenManager {
     }
 
     async fn lock_file(&self) -> Result<std::fs::File, AuthError> {
-        let path = self.path()?.with_extension("lock");
+        let path = self.store.lock_path(&self.key)?;
         let file = std::fs::OpenOptions::new()
             .create(true)
             .truncate(false)

@@ -19,7 +19,7 @@ use crate::PROVIDER_NAME;
 use crate::endpoints::{Endpoints, env_base_url};
 use crate::http::{client_for, network};
 use crate::refresh::TokenManager;
-use crate::store::TokenStore;
+use crate::store::{Storage, TokenStore};
 
 /// Which service.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -74,7 +74,7 @@ fn tokens_for(
 ) -> Arc<TokenManager> {
     let endpoints = Endpoints::configured(oauth.oauth_host.as_deref(), base_url, env);
     Arc::new(TokenManager::new(
-        TokenStore::new(home),
+        TokenStore::with_storage(home, Storage::from_config(oauth.storage.as_deref())),
         &oauth.key,
         &endpoints,
     ))

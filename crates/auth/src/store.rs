@@ -1,7 +1,8 @@
-//! Tokens on disk: `$KIMI_RS_HOME/credentials/<name>.json` (directory 0700, file 0600),
-//! written to a temporary file, synced and renamed so a crash never leaves half a token. The
-//! JSON is Kimi Code's (`access_token`, `refresh_token`, `expires_at`, …), so a credential can
-//! move between the two.
+//! Where tokens are kept. `storage = "file"` (the default): `$KIMI_RS_HOME/credentials/<name>.json`
+//! (directory 0700, file 0600), written to a temporary file, synced and renamed so a crash
+//! never leaves half a token. `storage = "keyring"`: the OS credential store
+//! ([`crate::keyring_store`]). The JSON is Kimi Code's (`access_token`, `refresh_token`,
+//! `expires_at`, …), so a credential can move between the two programs.
 
 use std::fmt;
 use std::io::Write;
@@ -62,21 +63,105 @@ impl Token {
     }
 }
 
-/// The `credentials/` directory of a home.
+/// Where a login's token lives: the `storage` of an `oauth = { … }` reference.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub enum Storage {
+    /// `$KIMI_RS_HOME/credentials/<name>.json`.
+    #[default]
+    File,
+    /// The OS credential store.
+    Keyring,
+    /// A value kimi-rs does not know: every use of the store fails saying so.
+    Unknown(String),
+}
+
+impl Storage {
+    /// The configured value; absent means `file`.
+    pub fn from_config(value: Option<&str>) -> Storage {
+        match value {
+            None | Some("file") => Storage::File,
+            Some("keyring") => Storage::Keyring,
+            Some(other) => Storage::Unknown(other.to_owned()),
+        }
+    }
+
+    /// The value written into config.toml.
+    pub fn as_str(&self) -> &str {
+        match self {
+            Storage::File => "file",
+            Storage::Keyring => "keyring",
+            Storage::Unknown(other) => other,
+        }
+    }
+
+    fn known(&self) -> Result<(), AuthError> {
+        match self {
+            Storage::File | Storage::Keyring => Ok(()),
+            Storage::Unknown(other) => Err(AuthError::Config(format!(
+                "config.toml has `oauth.storage = \"{other}\"`, which kimi-rs does not know; set it to \"file\" or \"keyring\", or run `kimi-rs login --storage file|keyring` to rewrite it"
+            ))),
+        }
+    }
+}
+
+/// The credentials of a home, in one storage. The `credentials/` directory also holds the
+/// refresh lock files for keyring logins.
 #[derive(Debug, Clone)]
 pub struct TokenStore {
     dir: PathBuf,
+    storage: Storage,
 }
 
 impl TokenStore {
+    /// File storage.
     pub fn new(home: &Path) -> TokenStore {
+        TokenStore::with_storage(home, Storage::File)
+    }
+
+    pub fn with_storage(home: &Path, storage: Storage) -> TokenStore {
         TokenStore {
             dir: home.join("credentials"),
+            storage,
         }
     }
 
     pub fn dir(&self) -> &Path {
         &self.dir
+    }
+
+    pub fn storage(&self) -> &Storage {
+        &self.storage
+    }
+
+    /// Where the credential of `key` is kept, for messages: "at <file>" or "in the OS keyring
+    /// (…)".
+    pub fn location(&self, key: &str) -> Result<String, AuthError> {
+        // The key must be a plain name in every storage: it names the lock file.
+        let path = self.path_for(key)?;
+        self.storage.known()?;
+        if self.storage == Storage::Keyring {
+            Ok(crate::keyring_store::location(key))
+        } else {
+            Ok(format!("at {}", path.display()))
+        }
+    }
+
+    /// Fails when this storage cannot be used for `key` (an unknown `storage` value, an OS
+    /// keyring that is not there), so a login can say so before it starts.
+    pub fn check(&self, key: &str) -> Result<(), AuthError> {
+        self.path_for(key)?;
+        self.storage.known()?;
+        if self.storage == Storage::Keyring {
+            crate::keyring_store::probe(key)?;
+        }
+        Ok(())
+    }
+
+    /// The lock file serialising refreshes of `key` across processes.
+    pub fn lock_path(&self, key: &str) -> Result<PathBuf, AuthError> {
+        let path = self.path_for(key)?.with_extension("lock");
+        create_private_dir(&self.dir)?;
+        Ok(path)
     }
 
     /// The file of a credential key: `oauth/kimi-code` → `credentials/kimi-code.json`. A key
@@ -98,6 +183,10 @@ impl TokenStore {
     /// The stored token, `None` when there is none. A damaged file is an error naming it.
     pub fn load(&self, key: &str) -> Result<Option<Token>, AuthError> {
         let path = self.path_for(key)?;
+        self.storage.known()?;
+        if self.storage == Storage::Keyring {
+            return crate::keyring_store::load(key);
+        }
         let text = match std::fs::read_to_string(&path) {
             Ok(text) => text,
             Err(err) if err.kind() == std::io::ErrorKind::NotFound => return Ok(None),
@@ -111,9 +200,15 @@ impl TokenStore {
         })
     }
 
-    /// Writes the token readable only by the user.
-    pub fn save(&self, key: &str, token: &Token) -> Result<PathBuf, AuthError> {
+    /// Writes the token readable only by the user; returns where it went (as
+    /// [`TokenStore::location`]).
+    pub fn save(&self, key: &str, token: &Token) -> Result<String, AuthError> {
         let path = self.path_for(key)?;
+        self.storage.known()?;
+        if self.storage == Storage::Keyring {
+            crate::keyring_store::save(key, token)?;
+            return self.location(key);
+        }
         create_private_dir(&self.dir)?;
         let tmp = self.dir.join(format!(
             ".{}.tmp.{}.{:08x}",
@@ -130,12 +225,16 @@ impl TokenStore {
             let _ = std::fs::remove_file(&tmp);
             return Err(AuthError::storage(&path, format!("cannot write: {err}")));
         }
-        Ok(path)
+        self.location(key)
     }
 
     /// Deletes the credential; `false` when there was none.
     pub fn remove(&self, key: &str) -> Result<bool, AuthError> {
         let path = self.path_for(key)?;
+        self.storage.known()?;
+        if self.storage == Storage::Keyring {
+            return crate::keyring_store::remove(key);
+        }
         match std::fs::remove_file(&path) {
             Ok(()) => Ok(true),
             Err(err) if err.kind() == std::io::ErrorKind::NotFound => Ok(false),
@@ -188,8 +287,9 @@ mod tests {
     fn saved_tokens_are_private_and_load_back() {
         let home = tempfile::tempdir().unwrap();
         let store = TokenStore::new(home.path());
-        let path = store.save("oauth/kimi-code", &token()).unwrap();
-        assert_eq!(path, home.path().join("credentials/kimi-code.json"));
+        let location = store.save("oauth/kimi-code", &token()).unwrap();
+        let path = home.path().join("credentials/kimi-code.json");
+        assert_eq!(location, format!("at {}", path.display()));
         #[cfg(unix)]
         {
             use std::os::unix::fs::PermissionsExt;

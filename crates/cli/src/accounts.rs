@@ -10,7 +10,7 @@ use std::sync::Arc;
 use anyhow::Context;
 use kimi_auth::device::{self, DeviceCode};
 use kimi_auth::managed::{self, ManagedModel};
-use kimi_auth::{AuthError, Endpoints, Region, TokenStore};
+use kimi_auth::{AuthError, Endpoints, Region, Storage, TokenStore};
 use kimi_llm::{Provider, ResolvedModel};
 use tokio_util::sync::CancellationToken;
 
@@ -46,7 +46,8 @@ pub async fn plan_usage(
         provider.base_url.as_deref(),
         &env,
     );
-    let tokens = kimi_auth::TokenManager::new(TokenStore::new(home), &oauth.key, &endpoints);
+    let store = TokenStore::with_storage(home, Storage::from_config(oauth.storage.as_deref()));
+    let tokens = kimi_auth::TokenManager::new(store, &oauth.key, &endpoints);
     let fetched = async {
         let token = tokens.access_token(None).await?;
         match kimi_auth::usage::fetch(&endpoints.base_url, &token).await {
@@ -65,14 +66,28 @@ pub async fn plan_usage(
     )
 }
 
-/// The credential key of the configured managed provider, else the one a new login would use.
-fn configured_key(config: &kimi_config::Config) -> String {
-    config
+/// The credential key and storage of the configured managed provider, else the ones a new
+/// login would use.
+fn configured_login(config: &kimi_config::Config) -> (String, Storage) {
+    match config
         .providers
         .get(kimi_auth::PROVIDER_NAME)
         .and_then(|p| p.oauth.as_ref())
-        .map(|o| o.key.clone())
-        .unwrap_or_else(|| Endpoints::for_login(Region::default(), &env).credential_key())
+    {
+        Some(oauth) => (
+            oauth.key.clone(),
+            Storage::from_config(oauth.storage.as_deref()),
+        ),
+        None => (
+            Endpoints::for_login(Region::default(), &env).credential_key(),
+            Storage::File,
+        ),
+    }
+}
+
+/// The storage of the configured managed provider's login (`file` when none is configured).
+fn configured_storage(home: &Path) -> Storage {
+    configured_login(&kimi_config::Config::load_home(home)).1
 }
 
 /// Whether a Kimi login is stored for the configured managed provider (or the endpoints a new
@@ -80,12 +95,12 @@ fn configured_key(config: &kimi_config::Config) -> String {
 pub fn login_status() -> Result<(), String> {
     let home = kimi_store::home_from_env().map_err(|e| e.to_string())?;
     let config = kimi_config::Config::load_home(&home);
-    let key = configured_key(&config);
-    let store = TokenStore::new(&home);
+    let (key, storage) = configured_login(&config);
+    let store = TokenStore::with_storage(&home, storage);
     match store.load(&key) {
         Ok(Some(_)) => Ok(()),
         Ok(None) => Err(AuthError::NotLoggedIn {
-            path: store.path_for(&key).map_err(|e| e.to_string())?,
+            location: store.location(&key).map_err(|e| e.to_string())?,
         }
         .to_string()),
         Err(err) => Err(err.to_string()),
@@ -169,7 +184,8 @@ pub async fn refresh_managed_models(
         provider.base_url.as_deref(),
         &env,
     );
-    let Some(token) = TokenStore::new(home).load(&oauth.key)? else {
+    let storage = Storage::from_config(oauth.storage.as_deref());
+    let Some(token) = TokenStore::with_storage(home, storage.clone()).load(&oauth.key)? else {
         return Ok(None);
     };
     if token.needs_refresh(kimi_auth::store::now_secs()) {
@@ -178,7 +194,7 @@ pub async fn refresh_managed_models(
     }
     let models = managed::fetch_models(&endpoints.base_url, &token.access_token).await?;
     managed::edit_config(&home.join("config.toml"), |doc| {
-        managed::apply(doc, &endpoints, &oauth.key, &models, true)
+        managed::apply(doc, &endpoints, &oauth.key, &storage, &models, true)
     })
     .map(Some)
 }
@@ -188,52 +204,109 @@ pub async fn provision(
     home: &Path,
     endpoints: &Endpoints,
     key: &str,
+    storage: &Storage,
     keep_default: bool,
 ) -> Result<managed::Applied, AuthError> {
-    let tokens = kimi_auth::TokenManager::new(TokenStore::new(home), key, endpoints);
+    let store = TokenStore::with_storage(home, storage.clone());
+    let tokens = kimi_auth::TokenManager::new(store, key, endpoints);
     let models = models_of(&tokens, &endpoints.base_url).await?;
     managed::edit_config(&home.join("config.toml"), |doc| {
-        managed::apply(doc, endpoints, key, &models, keep_default)
+        managed::apply(doc, endpoints, key, storage, &models, keep_default)
     })
 }
 
+/// A finished device login.
+#[derive(Debug)]
+pub struct LoggedIn {
+    pub applied: managed::Applied,
+    /// Where the token went ("at <file>" or "in the OS keyring (…)").
+    pub location: String,
+    /// Things the user should know (a copy in the other storage that could not be removed).
+    pub notes: Vec<String>,
+}
+
 /// The device login: asks for a code, hands it to `on_code` (to show it), waits for the
-/// approval (or `cancel`), stores the token and sets up the managed provider.
+/// approval (or `cancel`), stores the token and sets up the managed provider. `storage`
+/// `None` keeps what config.toml's login says (else a file). An unusable keyring fails here,
+/// before any code is shown.
 pub async fn login_flow(
     home: &Path,
     endpoints: &Endpoints,
+    storage: Option<Storage>,
     cancel: &CancellationToken,
     on_code: impl FnOnce(&DeviceCode),
-) -> Result<managed::Applied, AuthError> {
+) -> Result<LoggedIn, AuthError> {
+    let previous = configured_storage(home);
+    let storage = storage.unwrap_or_else(|| previous.clone());
+    let key = endpoints.credential_key();
+    let store = TokenStore::with_storage(home, storage.clone());
+    // An unknown storage or a missing keyring is reported now, not after the user approved.
+    store.check(&key)?;
     let code = tokio::select! {
         code = device::request_code(endpoints) => code?,
         () = cancel.cancelled() => return Err(AuthError::Cancelled),
     };
     on_code(&code);
     let token = device::wait_for_token(endpoints, &code, cancel).await?;
-    let key = endpoints.credential_key();
-    let path = TokenStore::new(home).save(&key, &token)?;
-    tracing::info!("Kimi Code login stored in {}", path.display());
-    let applied = provision(home, endpoints, &key, false).await.map_err(|err| {
-        AuthError::Config(format!(
-            "logged in (token in {}), but the managed provider could not be set up: {err}. Run `kimi-rs login` again",
-            path.display()
-        ))
-    })?;
-    Ok(applied)
+    let location = store.save(&key, &token)?;
+    tracing::info!("Kimi Code login stored {location}");
+    let mut notes = Vec::new();
+    // A login moved to another storage leaves no stale copy behind in the old one. The file
+    // is always looked for (removing it is harmless); the keyring only when config.toml said
+    // the login was there.
+    let old = match (&storage, &previous) {
+        (Storage::Keyring, _) => Some(Storage::File),
+        (Storage::File, Storage::Keyring) => Some(Storage::Keyring),
+        _ => None,
+    };
+    if let Some(old) = old {
+        let old_store = TokenStore::with_storage(home, old);
+        match old_store.remove(&key) {
+            Ok(true) => tracing::info!(
+                "removed the previous copy of the login {}",
+                old_store.location(&key).unwrap_or_default()
+            ),
+            Ok(false) => {}
+            Err(err) => {
+                tracing::warn!("could not remove the previous copy of the login: {err}");
+                notes.push(format!(
+                    "The previous copy of the login could not be removed: {err}"
+                ));
+            }
+        }
+    }
+    let applied = provision(home, endpoints, &key, &storage, false)
+        .await
+        .map_err(|err| {
+            AuthError::Config(format!(
+                "logged in (token stored {location}), but the managed provider could not be set up: {err}. Run `kimi-rs login` again"
+            ))
+        })?;
+    Ok(LoggedIn {
+        applied,
+        location,
+        notes,
+    })
 }
 
 /// What a finished login tells the user.
-pub fn logged_in_message(applied: &managed::Applied) -> String {
-    format!(
-        "Logged in to Kimi Code. {} model(s) added to config.toml; the default model is now {}.",
-        applied.aliases.len(),
-        applied.default_model
-    )
+pub fn logged_in_message(done: &LoggedIn) -> String {
+    let mut text = format!(
+        "Logged in to Kimi Code (token stored {}). {} model(s) added to config.toml; the default model is now {}.",
+        done.location,
+        done.applied.aliases.len(),
+        done.applied.default_model
+    );
+    for note in &done.notes {
+        text.push(' ');
+        text.push_str(note);
+    }
+    text
 }
 
-/// `kimi-rs login [--region …]` (and `kimi-rs acp --login`): exit 0 logged in, 1 otherwise.
-pub fn login(region: Option<Region>) -> anyhow::Result<u8> {
+/// `kimi-rs login [--region …] [--storage …]` (and `kimi-rs acp --login`): exit 0 logged in,
+/// 1 otherwise.
+pub fn login(region: Option<Region>, storage: Option<Storage>) -> anyhow::Result<u8> {
     let home = kimi_store::home_from_env()?;
     let endpoints = Endpoints::for_login(region.unwrap_or_default(), &env);
     tracing::info!(
@@ -253,7 +326,7 @@ pub fn login(region: Option<Region>) -> anyhow::Result<u8> {
                 on_ctrl_c.cancel();
             }
         });
-        login_flow(&home, &endpoints, &cancel, show_code).await
+        login_flow(&home, &endpoints, storage, &cancel, show_code).await
     });
     match outcome {
         Ok(applied) => {
@@ -338,9 +411,9 @@ pub fn platform_login(
 pub fn logout() -> anyhow::Result<u8> {
     let home = kimi_store::home_from_env()?;
     let config = kimi_config::Config::load_home(&home);
-    let store = TokenStore::new(&home);
-    let key = configured_key(&config);
-    let path = store.path_for(&key)?;
+    let (key, storage) = configured_login(&config);
+    let store = TokenStore::with_storage(&home, storage);
+    let location = store.location(&key)?;
     let had_token = store.remove(&key)?;
     let removed = managed::edit_config(&home.join("config.toml"), |doc| Ok(managed::remove(doc)))?;
     if !had_token && !removed.provider {
@@ -349,7 +422,7 @@ pub fn logout() -> anyhow::Result<u8> {
     }
     let mut done = Vec::new();
     if had_token {
-        done.push(format!("removed {}", path.display()));
+        done.push(format!("removed the token stored {location}"));
     }
     if removed.provider {
         done.push(format!(

@@ -145,6 +145,10 @@ pub enum Command {
         /// The platform's API instead of the region's (with --api-key).
         #[arg(long = "base-url", requires = "api_key")]
         base_url: Option<String>,
+        /// Where the token is kept: `file` ($KIMI_RS_HOME/credentials/, mode 0600) or `keyring`
+        /// (the OS keyring). Default: what config.toml's login says, else `file`.
+        #[arg(long, value_enum, conflicts_with = "api_key")]
+        storage: Option<StorageArg>,
     },
     /// Log out of the Kimi account: delete the stored token and the managed provider.
     Logout,
@@ -385,6 +389,24 @@ pub enum RegionArg {
     Global,
 }
 
+/// `kimi-rs login --storage`.
+#[derive(Debug, Clone, Copy, ValueEnum)]
+pub enum StorageArg {
+    /// $KIMI_RS_HOME/credentials/<name>.json, readable only by the user.
+    File,
+    /// The OS keyring (Linux kernel keyring, macOS Keychain, Windows Credential Manager).
+    Keyring,
+}
+
+impl From<StorageArg> for kimi_auth::Storage {
+    fn from(storage: StorageArg) -> kimi_auth::Storage {
+        match storage {
+            StorageArg::File => kimi_auth::Storage::File,
+            StorageArg::Keyring => kimi_auth::Storage::Keyring,
+        }
+    }
+}
+
 impl From<RegionArg> for kimi_auth::Region {
     fn from(region: RegionArg) -> kimi_auth::Region {
         match region {
@@ -544,6 +566,7 @@ pub fn main() -> ExitCode {
             region,
             api_key: Some(api_key),
             base_url,
+            ..
         }) => exit_code(crate::accounts::platform_login(
             region.map(Into::into),
             &api_key,
@@ -552,12 +575,16 @@ pub fn main() -> ExitCode {
         Some(Command::Acp {
             login: true,
             region,
-        })
-        | Some(Command::Login {
+        }) => exit_code(crate::accounts::login(region.map(Into::into), None)),
+        Some(Command::Login {
             region,
             api_key: None,
+            storage,
             ..
-        }) => exit_code(crate::accounts::login(region.map(Into::into))),
+        }) => exit_code(crate::accounts::login(
+            region.map(Into::into),
+            storage.map(Into::into),
+        )),
         Some(Command::Logout) => exit_code(crate::accounts::logout()),
         Some(Command::Trust { dir, untrust, list }) => {
             exit_code(crate::trust::run(dir, untrust, list))

@@ -42,6 +42,9 @@ struct TuiSessions {
     agent: Mutex<AgentChoice>,
     /// Skills and MCP servers, shared by every session this launch opens.
     extensions: Mutex<Option<Arc<Extensions>>>,
+    /// How `extensions` was loaded, for `/plugins reload`: `--skills-dir` and the trust.
+    skills_dirs: Vec<PathBuf>,
+    trusted: bool,
     /// The declared execution environments.
     environments: kimi_config::environments::Environments,
     /// `--environment`: binds the first session only (later new sessions use the default).
@@ -110,6 +113,8 @@ impl SessionFactory for TuiSessions {
 /// The terminal launch: the session host and what the UI is told about its sessions.
 struct Launch {
     host: SessionHost,
+    /// The host's factory, whose extensions `/plugins reload` replaces.
+    sessions: Arc<TuiSessions>,
     cwd: PathBuf,
     home: PathBuf,
     config: Arc<Config>,
@@ -147,7 +152,7 @@ fn start_login(
     let (home, updates) = (launch.home.clone(), updates.clone());
     tokio::spawn(async move {
         let waiting = updates.clone();
-        let outcome = crate::accounts::login_flow(&home, &endpoints, &cancel, move |code| {
+        let outcome = crate::accounts::login_flow(&home, &endpoints, None, &cancel, move |code| {
             let update = HostUpdate::LoginWaiting {
                 url: code.url().to_owned(),
                 code: code.user_code.clone(),
@@ -182,7 +187,33 @@ fn start_login(
     None
 }
 
-/// `/provider` (list) and `/provider remove <id>` against the home's `config.toml`.
+/// `/plugins reload`: load the plugins, skills and MCP servers again and make them the ones
+/// new sessions (and the reopened current one) get. The old set stops once the session that
+/// holds it is closed.
+async fn reload_extensions(launch: &Launch) -> Arc<Extensions> {
+    let sessions = &launch.sessions;
+    let fresh = Arc::new(
+        Extensions::load(
+            &launch.home,
+            &launch.cwd,
+            &sessions.skills_dirs,
+            &launch.config,
+            sessions.trusted,
+        )
+        .await,
+    );
+    let old = sessions
+        .extensions
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner)
+        .replace(fresh.clone());
+    drop(old);
+    tracing::info!("extensions reloaded for /plugins reload");
+    fresh
+}
+
+/// `/provider` (list), `/provider remove <id>`, `/provider catalog …` and `/provider add …`
+/// (`providers::tui`) against the home's `config.toml`.
 fn providers_command(launch: &Launch, args: &str) -> HostUpdate {
     let mut words = args.split_whitespace();
     match (words.next(), words.next()) {
@@ -200,9 +231,46 @@ fn providers_command(launch: &Launch, args: &str) -> HostUpdate {
             Ok(Err(text)) => HostUpdate::Error(text),
             Err(err) => HostUpdate::Error(format!("{err:#}")),
         },
+        (Some("catalog"), _) => {
+            let rest = args
+                .trim_start()
+                .strip_prefix("catalog")
+                .unwrap_or_default();
+            match crate::providers::tui::catalog_text(rest) {
+                Ok(text) => HostUpdate::Notice(text),
+                Err(text) => HostUpdate::Error(text),
+            }
+        }
+        (Some("add"), None) => match crate::providers::tui::choices() {
+            Ok(choices) => HostUpdate::Choose {
+                title: "Add a provider from the models.dev catalog — then keep the $VAR or type \
+                        the key, name the models (none: all) and press Enter"
+                    .to_owned(),
+                items: choices
+                    .into_iter()
+                    .map(|c| kimi_tui::dialogs::PickerItem {
+                        label: c.label,
+                        detail: c.detail,
+                        value: c.prompt,
+                        this_dir: false,
+                    })
+                    .collect(),
+            },
+            Err(text) => HostUpdate::Error(text),
+        },
+        (Some("add"), _) => {
+            let rest = args.trim_start().strip_prefix("add").unwrap_or_default();
+            let env = |name: &str| std::env::var(name).ok();
+            match crate::providers::tui::add(&launch.home, rest, &env) {
+                Ok(text) => HostUpdate::Notice(format!(
+                    "{text} Restart kimi-rs (`kimi-rs -c` continues this session) to use them."
+                )),
+                Err(text) => HostUpdate::Error(text),
+            }
+        }
         _ => HostUpdate::Error(
-            "use /provider (list) or /provider remove <id>; to add one run `kimi-rs provider \
-             catalog add <id> --api-key …` or `kimi-rs login` in a shell"
+            "use /provider (list), /provider catalog [id|filter], /provider add <catalog id> \
+             <key|$VAR> [model …] or /provider remove <id>"
                 .to_owned(),
         ),
     }
@@ -314,8 +382,12 @@ enum Served {
     Stay,
     /// Attach this session instead (the previous one is closed).
     Switch(Box<OpenedSession>),
-    /// Close the session and open it again (its workspace directories changed).
-    Reopen,
+    /// Close the session and open it again (its workspace directories or extensions changed);
+    /// `notice` is shown once it is open again (a notice sent before would be cleared with
+    /// the old transcript).
+    Reopen {
+        notice: Option<String>,
+    },
 }
 
 /// What the launch does with one UI request.
@@ -380,13 +452,13 @@ async fn serve(
             match added {
                 Ok((dir, file)) => {
                     tracing::info!(dir = %dir.display(), file = %file.display(), "workspace directory added");
-                    reply(HostUpdate::Notice(format!(
-                        "Added workspace directory:\n  {}\n  Saved to:\n  {}",
-                        dir.display(),
-                        file.display()
-                    )))
-                    .await;
-                    return Ok(Served::Reopen);
+                    return Ok(Served::Reopen {
+                        notice: Some(format!(
+                            "Added workspace directory:\n  {}\n  Saved to:\n  {}",
+                            dir.display(),
+                            file.display()
+                        )),
+                    });
                 }
                 Err(err) => reply(HostUpdate::Error(format!("/add-dir: {err}"))).await,
             }
@@ -421,6 +493,27 @@ async fn serve(
             }
         }
         HostRequest::Providers { args } => reply(providers_command(launch, &args)).await,
+        HostRequest::Plugins { args } => {
+            use crate::plugin_panel::Answer;
+            match crate::plugin_panel::command(&launch.home, &args).await {
+                Answer::Notice(text) => reply(HostUpdate::Notice(text)).await,
+                Answer::Error(text) => reply(HostUpdate::Error(text)).await,
+                Answer::Choose { title, items } => reply(HostUpdate::Choose { title, items }).await,
+                Answer::Reload => {
+                    let fresh = reload_extensions(launch).await;
+                    reply(HostUpdate::Skills(fresh.skill_commands())).await;
+                    for warning in &fresh.warnings {
+                        reply(HostUpdate::Warning(warning.clone())).await;
+                    }
+                    return Ok(Served::Reopen {
+                        notice: Some(
+                            "Plugins, skills and MCP servers reloaded; this session now uses them."
+                                .to_owned(),
+                        ),
+                    });
+                }
+            }
+        }
         HostRequest::ExportDebugZip => {
             let id = &opened.session.state.id;
             let output = crate::export::output_path(None, &launch.cwd, id);
@@ -510,7 +603,7 @@ async fn host_loop(
             request = channels.host_requests.recv() => {
                 let Some(request) = request else { break };
                 let served = match serve(launch, &opened, request, &channels.host_updates).await {
-                    Ok(Served::Reopen) => {
+                    Ok(Served::Reopen { notice }) => {
                         let id = opened.session.state.id.clone();
                         // Closed first: one journal never has two agents writing it.
                         launch.close(opened).await;
@@ -522,12 +615,12 @@ async fn host_loop(
                                 launch.open(Resume::New)?
                             }
                         };
-                        Ok(Served::Reopen)
+                        Ok(Served::Reopen { notice })
                     }
                     other => other,
                 };
                 match served {
-                    Ok(Served::Reopen) => {
+                    Ok(Served::Reopen { notice }) => {
                         let update = HostUpdate::SessionSwitched {
                             info: launch.info(&opened),
                             transcript: transcript(&opened),
@@ -535,6 +628,9 @@ async fn host_loop(
                         let _ = channels.host_updates.send(update).await;
                         for warning in &opened.warnings {
                             let _ = channels.host_updates.send(HostUpdate::Warning(warning.clone())).await;
+                        }
+                        if let Some(notice) = notice {
+                            let _ = channels.host_updates.send(HostUpdate::Notice(notice)).await;
                         }
                     }
                     Ok(Served::Switch(next)) => {
@@ -630,7 +726,7 @@ pub fn run(args: &RunArgs) -> anyhow::Result<u8> {
     runtime.block_on(async move {
         let extensions =
             Arc::new(Extensions::load(&home, &cwd, &args.skills_dir, &config, trusted).await);
-        let factory = TuiSessions {
+        let factory = Arc::new(TuiSessions {
             home: home.clone(),
             args_model: args.model.clone(),
             additional_dirs: args.add_dir.clone(),
@@ -638,11 +734,14 @@ pub fn run(args: &RunArgs) -> anyhow::Result<u8> {
             config: config.clone(),
             agent: Mutex::new(agent_choice(args)),
             extensions: Mutex::new(Some(extensions.clone())),
+            skills_dirs: args.skills_dir.clone(),
+            trusted,
             environments,
             environment: Mutex::new(args.environment.clone()),
-        };
+        });
         let launch = Arc::new(Launch {
-            host: SessionHost::new(home.clone(), Arc::new(factory)),
+            host: SessionHost::new(home.clone(), factory.clone()),
+            sessions: factory,
             cwd: cwd.clone(),
             home: home.clone(),
             config: config.clone(),

@@ -18,6 +18,7 @@ pub mod interactive;
 pub mod logging;
 pub mod model_catalog;
 pub mod model_refresh;
+pub mod plugin_panel;
 pub mod plugins;
 pub mod print;
 pub mod providers;

@@ -12,7 +12,7 @@ use kimi_plugins::{Installer, LoadedPlugin, PluginSet, PluginState};
 use crate::cli::PluginCommand;
 
 /// The marketplace a command uses: the flag, else `KIMI_CODE_PLUGIN_MARKETPLACE_URL`.
-fn marketplace(flag: Option<String>) -> Option<String> {
+pub(crate) fn marketplace(flag: Option<String>) -> Option<String> {
     flag.or_else(|| {
         std::env::var("KIMI_CODE_PLUGIN_MARKETPLACE_URL")
             .ok()
@@ -89,32 +89,42 @@ fn print_market(entries: &[MarketEntry]) {
 fn install(home: &Path, source: &str, marketplace: Option<String>) -> anyhow::Result<u8> {
     let installer = Installer::new(home, marketplace);
     let report = runtime()?.block_on(installer.install(source))?;
-    let plugin = &report.plugin;
-    println!(
-        "{} plugin `{}`{} into {}",
-        if report.replaced {
-            "Reinstalled"
-        } else {
-            "Installed"
-        },
-        plugin.id(),
-        plugin
-            .manifest
-            .version
-            .as_deref()
-            .map(|v| format!(" {v}"))
-            .unwrap_or_default(),
-        plugin.root().display()
-    );
-    println!("  {}", summary(plugin));
-    for skipped in &report.skipped {
-        println!("  not copied: {skipped}");
-    }
-    for diagnostic in &plugin.diagnostics {
-        println!("  warning: {diagnostic}");
+    for line in install_lines(&report) {
+        println!("{line}");
     }
     println!("It applies to new sessions.");
     Ok(0)
+}
+
+/// What an install did, one line each (the CLI prints them, `/plugins install` shows them).
+pub fn install_lines(report: &kimi_plugins::install::InstallReport) -> Vec<String> {
+    let plugin = &report.plugin;
+    let mut lines = vec![
+        format!(
+            "{} plugin `{}`{} into {}",
+            if report.replaced {
+                "Reinstalled"
+            } else {
+                "Installed"
+            },
+            plugin.id(),
+            plugin
+                .manifest
+                .version
+                .as_deref()
+                .map(|v| format!(" {v}"))
+                .unwrap_or_default(),
+            plugin.root().display()
+        ),
+        format!("  {}", summary(plugin)),
+    ];
+    for skipped in &report.skipped {
+        lines.push(format!("  not copied: {skipped}"));
+    }
+    for diagnostic in &plugin.diagnostics {
+        lines.push(format!("  warning: {diagnostic}"));
+    }
+    lines
 }
 
 /// "2 skill(s), 1 command(s), …".
@@ -161,6 +171,15 @@ fn list(home: &Path, json: bool) -> anyhow::Result<u8> {
 }
 
 fn info(home: &Path, id: &str) -> anyhow::Result<u8> {
+    for line in info_lines(home, id)? {
+        println!("{line}");
+    }
+    Ok(0)
+}
+
+/// What a plugin adds, one line each: `plugin info` and `/plugins info`.
+pub fn info_lines(home: &Path, id: &str) -> anyhow::Result<Vec<String>> {
+    let mut lines = Vec::new();
     let state = PluginState::read(home)?;
     let record = state
         .plugins
@@ -168,11 +187,11 @@ fn info(home: &Path, id: &str) -> anyhow::Result<u8> {
         .ok_or_else(|| kimi_plugins::PluginError::NotInstalled(id.to_owned()))?;
     let plugin = kimi_plugins::load_plugin(&PluginState::managed_dir(home, id))?;
     let manifest = &plugin.manifest;
-    println!("{} ({id})", manifest.display_name);
+    lines.push(format!("{} ({id})", manifest.display_name));
     if let Some(description) = &manifest.description {
-        println!("  {description}");
+        lines.push(format!("  {description}"));
     }
-    println!(
+    lines.push(format!(
         "  {}, version {}, from {}",
         if record.enabled {
             "enabled"
@@ -181,39 +200,39 @@ fn info(home: &Path, id: &str) -> anyhow::Result<u8> {
         },
         record.version.as_deref().unwrap_or("-"),
         record.source
-    );
-    println!("  folder: {}", manifest.root.display());
+    ));
+    lines.push(format!("  folder: {}", manifest.root.display()));
     for skill in &plugin.skills {
-        println!("  skill /{}: {}", skill.name, skill.description);
+        lines.push(format!("  skill /{}: {}", skill.name, skill.description));
     }
     for command in &plugin.commands {
-        println!(
+        lines.push(format!(
             "  command /{}: {}",
             command.slash_name(),
             command.description
-        );
+        ));
     }
     for hook in plugin.hooks() {
-        println!("  hook: {hook}");
+        lines.push(format!("  hook: {hook}"));
     }
     for (name, server) in &plugin.mcp_servers {
         let off = record.mcp.get(name) == Some(&false) || !server.enabled;
-        println!(
+        lines.push(format!(
             "  MCP server {name} ({}){}",
             server.transport.kind(),
             if off { " — disabled" } else { "" }
-        );
+        ));
     }
     for dir in &manifest.agents {
-        println!("  agents: {}", dir.display());
+        lines.push(format!("  agents: {}", dir.display()));
     }
     if !plugin.prompt.is_empty() {
-        println!("  prompt text: {} bytes", plugin.prompt.len());
+        lines.push(format!("  prompt text: {} bytes", plugin.prompt.len()));
     }
     for diagnostic in &plugin.diagnostics {
-        println!("  warning: {diagnostic}");
+        lines.push(format!("  warning: {diagnostic}"));
     }
-    Ok(0)
+    Ok(lines)
 }
 
 /// The enabled plugins' hooks, parsed like `[[hooks]]` and bound to their plugin root (cwd

@@ -429,6 +429,137 @@ fn a_refresh_the_server_refuses_says_to_log_in_again() {
     );
 }
 
+/// The OS keyring entry of a login, removed when dropped so a failed run leaves nothing behind.
+struct KeyringEntry(keyring::Entry);
+
+impl KeyringEntry {
+    /// The entry of the managed provider's credential key in `config.toml`.
+    fn of(fixture: &Fixture) -> KeyringEntry {
+        let text = std::fs::read_to_string(fixture.home.path().join("config.toml")).unwrap();
+        let config: toml::Value = toml::from_str(&text).unwrap();
+        let oauth = &config["providers"]["managed:kimi-code"]["oauth"];
+        assert_eq!(oauth["storage"].as_str(), Some("keyring"), "{text}");
+        let key = oauth["key"].as_str().unwrap();
+        // Like kimi-rs, make a first entry so `keyring` links the user's persistent keyring
+        // into this process's session keyring (this test runs outside a login session);
+        // entries made after it see what other processes stored.
+        drop(keyring::Entry::new("kimi-rs", key).unwrap());
+        KeyringEntry(keyring::Entry::new("kimi-rs", key).unwrap())
+    }
+
+    fn access_token(&self) -> Option<String> {
+        match self.0.get_password() {
+            Ok(text) => Some(
+                serde_json::from_str::<Value>(&text).unwrap()["access_token"]
+                    .as_str()
+                    .unwrap()
+                    .to_owned(),
+            ),
+            Err(keyring::Error::NoEntry) => None,
+            Err(err) => panic!("the OS keyring cannot be read: {err}"),
+        }
+    }
+}
+
+impl Drop for KeyringEntry {
+    fn drop(&mut self) {
+        let _ = self.0.delete_credential();
+    }
+}
+
+/// `login --storage keyring` keeps the token in the real OS keyring (the kernel keyring on
+/// Linux), never in credentials/; print mode signs with it, a refresh rewrites it and logout
+/// deletes it.
+#[test]
+fn a_keyring_login_lives_in_the_os_keyring_through_refresh_and_logout() {
+    let fixture = managed_api(vec![
+        ScriptTurn::text("signed from the keyring"),
+        ScriptTurn::error(401, r#"{"error":{"message":"token expired"}}"#),
+        ScriptTurn::text("answered after the refresh"),
+    ]);
+    let oauth = OAuthStandIn::start(
+        vec![granted("ring-at-1", "ring-rt-1")],
+        vec![granted("ring-at-2", "ring-rt-2")],
+    );
+    let login = run(account_command(
+        &fixture,
+        &oauth,
+        &["login", "--storage", "keyring"],
+    ));
+    assert_eq!(login.code, Some(0), "{login:?}");
+    assert!(login.stderr.contains("in the OS keyring"), "{login:?}");
+    let entry = KeyringEntry::of(&fixture);
+    assert_eq!(entry.access_token().as_deref(), Some("ring-at-1"));
+    assert!(credential_files(&fixture).is_empty());
+
+    let answer = run(account_command(&fixture, &oauth, &["-p", "hi"]));
+    assert_eq!(answer.code, Some(0), "{answer:?}");
+    assert!(
+        answer.stdout.contains("signed from the keyring"),
+        "{answer:?}"
+    );
+
+    // The server refuses the token: refreshed with the keyring's refresh token, written back.
+    let again = run(account_command(&fixture, &oauth, &["-p", "again"]));
+    assert_eq!(again.code, Some(0), "{again:?}");
+    assert!(
+        again.stdout.contains("answered after the refresh"),
+        "{again:?}"
+    );
+    let auth: Vec<String> = fixture
+        .requests()
+        .into_iter()
+        .filter(|r| r.path.ends_with("/chat/completions"))
+        .map(|r| r.header("authorization").unwrap_or_default().to_owned())
+        .collect();
+    assert_eq!(
+        auth,
+        ["Bearer ring-at-1", "Bearer ring-at-1", "Bearer ring-at-2"]
+    );
+    let refreshes: Vec<Hit> = oauth
+        .hits()
+        .into_iter()
+        .filter(|h| h.form.get("grant_type").map(String::as_str) == Some("refresh_token"))
+        .collect();
+    assert_eq!(refreshes.len(), 1, "{refreshes:?}");
+    assert_eq!(refreshes[0].form["refresh_token"], "ring-rt-1");
+    assert_eq!(entry.access_token().as_deref(), Some("ring-at-2"));
+    assert!(credential_files(&fixture).is_empty());
+
+    let logout = run(account_command(&fixture, &oauth, &["logout"]));
+    assert_eq!(logout.code, Some(0), "{logout:?}");
+    assert!(logout.stderr.contains("OS keyring"), "{logout:?}");
+    assert_eq!(entry.access_token(), None);
+    let after = run(account_command(&fixture, &oauth, &["-p", "hi"]));
+    assert_eq!(after.code, Some(1), "{after:?}");
+    assert!(after.stderr.contains("kimi-rs login"), "{after:?}");
+}
+
+/// An `oauth.storage` kimi-rs does not know stops the run with what to write instead.
+#[test]
+fn an_unknown_credential_storage_says_what_to_use() {
+    let fixture = managed_api(Vec::new());
+    let oauth = OAuthStandIn::start(Vec::new(), Vec::new());
+    logged_in(&fixture, &oauth, 3000);
+    let path = fixture.home.path().join("config.toml");
+    let config = std::fs::read_to_string(&path)
+        .unwrap()
+        .replace("storage = \"file\"", "storage = \"vault\"");
+    std::fs::write(&path, config).unwrap();
+    let answer = run(account_command(&fixture, &oauth, &["-p", "hi"]));
+    assert_eq!(answer.code, Some(1), "{answer:?}");
+    assert!(
+        answer.stderr.contains("`oauth.storage = \"vault\"`")
+            && answer.stderr.contains("\"keyring\""),
+        "{answer:?}"
+    );
+    let login = run(account_command(&fixture, &oauth, &["login"]));
+    assert_eq!(login.code, Some(1), "{login:?}");
+    assert!(login.stderr.contains("\"vault\""), "{login:?}");
+    // Refused before any code was asked for.
+    assert!(oauth.hits().is_empty(), "{:?}", oauth.hits());
+}
+
 fn tool_names(body: &Value) -> Vec<String> {
     body["tools"]
         .as_array()

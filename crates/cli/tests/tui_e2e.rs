@@ -62,6 +62,19 @@ impl Session {
         rows: u16,
         cols: u16,
     ) -> Self {
+        Self::spawn_env(work, home, base_url, args, rows, cols, &[])
+    }
+
+    /// Like `spawn_sized`, with extra variables in the child's environment.
+    fn spawn_env(
+        work: &Path,
+        home: &Path,
+        base_url: &str,
+        args: &[&str],
+        rows: u16,
+        cols: u16,
+        env: &[(&str, &str)],
+    ) -> Self {
         let master = openpt(OpenptFlags::RDWR | OpenptFlags::NOCTTY).unwrap();
         grantpt(&master).unwrap();
         unlockpt(&master).unwrap();
@@ -103,6 +116,7 @@ impl Session {
         .env_remove("NO_COLOR")
         .env_remove("KIMI_RS_TUI_FULL_SCREEN")
         .env_remove("KIMI_CODE_TUI_FULL_SCREEN")
+        .envs(env.iter().copied())
         .stdin(Stdio::from(slave.try_clone().unwrap()))
         .stdout(Stdio::from(slave.try_clone().unwrap()))
         .stderr(Stdio::from(slave.try_clone().unwrap()));
@@ -697,6 +711,243 @@ fn first_start_offers_the_kimi_code_import_once() {
     s.send(b"\x04");
     let (status, _) = s.wait_exit("Ctrl-D");
     assert!(status.success(), "{status}");
+}
+
+/// Declining the import offer is remembered: nothing is imported and the next start does not
+/// ask again. The Kimi Code home is found through `KIMI_CODE_HOME` here.
+#[test]
+fn a_declined_kimi_code_import_is_never_offered_again() {
+    let work = tempfile::tempdir().unwrap();
+    let home = tempfile::tempdir().unwrap();
+    let elsewhere = tempfile::tempdir().unwrap();
+    let kimi_code = elsewhere.path().join("kimi-code-home");
+    let env = [("KIMI_CODE_HOME", kimi_code.to_str().unwrap())];
+    std::fs::create_dir_all(kimi_code.join("skills/greet")).unwrap();
+    std::fs::write(
+        kimi_code.join("skills/greet/SKILL.md"),
+        "---\nname: greet\ndescription: Greets.\n---\nSay hello.\n",
+    )
+    .unwrap();
+    std::fs::write(kimi_code.join("config.toml"), "default_model = \"x\"\n").unwrap();
+
+    let mut s = Session::spawn_env(
+        work.path(),
+        home.path(),
+        "http://127.0.0.1:9",
+        &[],
+        ROWS,
+        COLS,
+        &env,
+    );
+    let at = format!("Found a Kimi Code home at {}", kimi_code.display());
+    s.wait_for("the import offer", |t| {
+        t.contains(&at) && t.contains("[y/N]")
+    });
+    s.send(b"n\r");
+    s.wait_for("the prompt after declining", |t| t.contains("ask anything"));
+    s.send(b"\x04");
+    let (status, text) = s.wait_exit("Ctrl-D");
+    assert!(status.success(), "{status}");
+    assert!(
+        text.contains("Run `kimi-rs import` whenever you want"),
+        "{text}"
+    );
+    assert!(!home.path().join("skills/greet").exists());
+    let marker: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(home.path().join("kimi-code-import.json")).unwrap())
+            .unwrap();
+    assert_eq!(marker["offer"]["answer"], "no", "{marker}");
+    assert!(marker.get("lastImport").is_none(), "{marker}");
+
+    let mut s = Session::spawn_env(
+        work.path(),
+        home.path(),
+        "http://127.0.0.1:9",
+        &[],
+        ROWS,
+        COLS,
+        &env,
+    );
+    let screen = s.wait_for("the prompt", |t| t.contains("ask anything"));
+    assert!(!screen.contains("Found a Kimi Code home"), "{screen}");
+    s.send(b"\x04");
+    let (status, _) = s.wait_exit("Ctrl-D");
+    assert!(status.success(), "{status}");
+}
+
+/// `/provider` in a real terminal: browse the bundled models.dev catalog, add a vendor with a
+/// key and a chosen model (written like `kimi-rs provider catalog add`), see it listed,
+/// remove it. The key never reaches the saved prompt history.
+#[test]
+fn provider_manager_adds_from_the_catalog_lists_and_removes() {
+    const KEY: &str = "sk-tui-provider-secret";
+    let work = tempfile::tempdir().unwrap();
+    let home = tempfile::tempdir().unwrap();
+    let mut s = Session::spawn(work.path(), home.path(), "http://127.0.0.1:9", &[]);
+    s.wait_for("the prompt", |t| t.contains("ask anything"));
+
+    s.send(b"/provider catalog moon\r");
+    s.wait_for("the catalog's vendors", |t| {
+        t.contains("moonshotai  Moonshot AI")
+    });
+    s.send(b"/provider catalog moonshotai\r");
+    s.wait_for("the vendor's models", |t| {
+        t.contains("kimi-k2-thinking  Kimi K2 Thinking") && t.contains("$MOONSHOT_API_KEY")
+    });
+    // `/provider add` alone: pick the vendor, and the prompt is left to complete with the key
+    // (replacing the vendor's usual variable) and the chosen model.
+    s.send(b"/provider add\r");
+    s.wait_for("the vendor picker", |t| {
+        t.contains("Add a provider from the models.dev catalog") && t.contains("anthropic")
+    });
+    s.send(b"moonshot");
+    s.wait_for("the filtered picker", |t| !t.contains("anthropic"));
+    s.send(b"\r");
+    s.wait_for("the prefilled prompt", |t| {
+        t.contains("/provider add moonshotai $MOONSHOT_API_KEY")
+    });
+    s.send(&[0x7f; "$MOONSHOT_API_KEY ".len()]);
+    s.send(format!("{KEY} kimi-k2-thinking\r").as_bytes());
+    let screen = s.wait_for("the provider added", |t| {
+        t.contains("Added provider `moonshotai`") && t.contains("moonshotai/kimi-k2-thinking")
+    });
+    assert!(!screen.contains(KEY), "{screen}");
+    let config = std::fs::read_to_string(home.path().join("config.toml")).unwrap();
+    let parsed: toml::Value = toml::from_str(&config).unwrap();
+    assert_eq!(
+        parsed["providers"]["moonshotai"]["api_key"].as_str(),
+        Some(KEY)
+    );
+    assert_eq!(
+        parsed["providers"]["moonshotai"]["base_url"].as_str(),
+        Some("https://api.moonshot.ai/v1")
+    );
+    let models: Vec<&String> = parsed["models"].as_table().unwrap().keys().collect();
+    assert_eq!(models, ["moonshotai/kimi-k2-thinking"], "{config}");
+
+    s.send(b"/provider\r");
+    s.wait_for("the list", |t| t.contains("moonshotai  openai  1 model(s)"));
+    s.send(b"/provider remove moonshotai\r");
+    s.wait_for("the removal", |t| {
+        t.contains("Removed provider `moonshotai` and 1 model(s)")
+    });
+    s.send(b"\x04");
+    let (status, _) = s.wait_exit("Ctrl-D");
+    assert!(status.success(), "{status}");
+    let config = std::fs::read_to_string(home.path().join("config.toml")).unwrap();
+    assert!(!config.contains("moonshotai"), "{config}");
+    let history = home.path().join("tui/history");
+    let saved: String = std::fs::read_dir(&history)
+        .map(|dir| {
+            dir.filter_map(Result::ok)
+                .map(|e| std::fs::read_to_string(e.path()).unwrap_or_default())
+                .collect()
+        })
+        .unwrap_or_default();
+    assert!(saved.contains("/provider catalog moonshotai"), "{saved}");
+    assert!(!saved.contains(KEY), "{saved}");
+}
+
+/// `/plugins` in a real terminal: the Marketplace tab (a local marketplace file) installs a
+/// plugin, the per-server MCP toggle and the Installed tab's info work, `/plugins reload`
+/// brings its skill into this session, disable and remove change the plugin state.
+#[test]
+fn plugins_panel_installs_from_the_marketplace_toggles_reloads_and_removes() {
+    let work = tempfile::tempdir().unwrap();
+    let home = tempfile::tempdir().unwrap();
+    let source = tempfile::tempdir().unwrap();
+    let root = source.path().join("demo-plugin");
+    std::fs::create_dir_all(root.join("skills/wave")).unwrap();
+    std::fs::write(
+        root.join("kimi.plugin.json"),
+        serde_json::json!({
+            "name": "demo", "version": "1.2.0", "skills": "./skills",
+            "mcpServers": {"demo-echo": {"command": "./bin/none"}}
+        })
+        .to_string(),
+    )
+    .unwrap();
+    std::fs::write(
+        root.join("skills/wave/SKILL.md"),
+        "---\nname: wave\ndescription: Waves at people from the demo plugin\n---\nWave.\n",
+    )
+    .unwrap();
+    // The server's command must exist in the plugin; it never starts (switched off below).
+    std::fs::create_dir_all(root.join("bin")).unwrap();
+    std::fs::write(root.join("bin/none"), "#!/bin/sh\nexit 1\n").unwrap();
+    let market = source.path().join("market.json");
+    std::fs::write(
+        &market,
+        serde_json::json!({"version": "2", "plugins": [
+            {"id": "demo", "displayName": "Demo", "source": "./demo-plugin"}]})
+        .to_string(),
+    )
+    .unwrap();
+
+    let mut s = Session::spawn(work.path(), home.path(), "http://127.0.0.1:9", &[]);
+    s.wait_for("the prompt", |t| t.contains("ask anything"));
+    s.send(b"/plugins\r");
+    s.wait_for("the empty installed tab", |t| {
+        t.contains("No plugins installed")
+    });
+
+    s.send(format!("/plugins marketplace file://{}\r", market.display()).as_bytes());
+    s.wait_for("the marketplace tab", |t| {
+        t.contains("Plugins — Marketplace") && t.contains("demo  Demo")
+    });
+    s.send(b"\r");
+    s.wait_for("the prefilled install", |t| t.contains("/plugins install "));
+    s.send(b"\r");
+    s.wait_for("the install", |t| {
+        t.contains("Installed plugin `demo` 1.2.0") && t.contains("1 skill(s)")
+    });
+    assert!(
+        home.path()
+            .join("plugins/managed/demo/skills/wave/SKILL.md")
+            .is_file()
+    );
+
+    s.send(b"/plugins mcp disable demo demo-echo\r");
+    s.wait_for("the MCP toggle", |t| {
+        t.contains("MCP server `demo-echo` of plugin `demo` disabled.")
+    });
+    s.send(b"/plugins\r");
+    s.wait_for("the installed tab", |t| {
+        t.contains("Plugins — Installed") && t.contains("demo  enabled")
+    });
+    s.send(b"\r");
+    s.wait_for("the prefilled info", |t| t.contains("/plugins info demo"));
+    s.send(b"\r");
+    s.wait_for("the info", |t| {
+        t.contains("skill /wave") && t.contains("MCP server demo-echo (stdio) — disabled")
+    });
+
+    s.send(b"/plugins reload\r");
+    s.wait_for("the reload", |t| t.contains("this session now uses them"));
+    s.send(b"/wav");
+    s.wait_for("the plugin's skill in the completion menu", |t| {
+        t.contains("Waves at people from the demo plugin")
+    });
+    s.send(b"\x15\x1b");
+
+    s.send(b"/plugins disable demo\r");
+    s.wait_for("the disable", |t| t.contains("Disabled plugin `demo`."));
+    let state: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(home.path().join("plugins/installed.json")).unwrap())
+            .unwrap();
+    assert_eq!(state["plugins"]["demo"]["enabled"], false, "{state}");
+    assert_eq!(
+        state["plugins"]["demo"]["mcp"]["demo-echo"], false,
+        "{state}"
+    );
+    s.send(b"/plugins remove demo\r");
+    s.wait_for("the removal", |t| {
+        t.contains("Removed plugin `demo` and its copy.")
+    });
+    s.send(b"\x04");
+    let (status, _) = s.wait_exit("Ctrl-D");
+    assert!(status.success(), "{status}");
+    assert!(!home.path().join("plugins/managed/demo").exists());
 }
 
 /// `[models]` aliases on the scripted server, beside the environment's model `m`.

@@ -788,6 +788,13 @@ impl App {
             HostUpdate::Skills(skills) => self.skills = skills,
             HostUpdate::Warning(text) => self.notice(NoticeLevel::Warning, text),
             HostUpdate::McpConnecting(count) => self.mcp_connecting = count,
+            HostUpdate::Choose { title, items } => {
+                self.open_picker(crate::dialogs::Picker::new(
+                    crate::dialogs::PickerKind::Prefill,
+                    &title,
+                    items,
+                ));
+            }
             HostUpdate::LoginWaiting { url, code } => {
                 self.login_waiting = true;
                 self.notice(

@@ -38,6 +38,7 @@ pub enum Command {
     Init,
     Login,
     Provider,
+    Plugins,
     Exit,
     Version,
 }
@@ -228,7 +229,14 @@ pub const COMMANDS: &[CommandSpec] = &[
         "provider",
         &["providers"],
         Always,
-        "list the providers, or remove <id>",
+        "list, catalog [id], add <id> <key|$VAR> [models], remove <id>",
+    ),
+    spec(
+        Command::Plugins,
+        "plugins",
+        &[],
+        Always,
+        "installed, marketplace, install, info, enable, disable, remove, reload, mcp",
     ),
     spec(Command::Exit, "exit", &["quit", "q"], Idle, "quit"),
     spec(Command::Version, "version", &[], Always, "show the version"),
@@ -261,6 +269,18 @@ pub fn parse(input: &str) -> Option<(&'static CommandSpec, String)> {
     Some((spec, args.trim().to_owned()))
 }
 
+/// A line that carries a secret and so stays out of the saved prompt history:
+/// `/provider add <id> <key>` with a literal key (a `$VAR` names a variable instead).
+pub fn carries_secret(input: &str) -> bool {
+    match parse(input.trim()) {
+        Some((spec, args)) if spec.command == Command::Provider => {
+            let mut words = args.split_whitespace();
+            words.next() == Some("add") && words.nth(1).is_some_and(|k| !k.starts_with('$'))
+        }
+        _ => false,
+    }
+}
+
 /// Commands whose name or alias starts with `prefix` (without the slash).
 pub fn complete(prefix: &str) -> Vec<&'static CommandSpec> {
     COMMANDS
@@ -272,6 +292,16 @@ pub fn complete(prefix: &str) -> Vec<&'static CommandSpec> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn literal_provider_keys_are_secret_and_variables_are_not() {
+        assert!(carries_secret("/provider add openai sk-1 gpt-4o"));
+        assert!(carries_secret("/providers add openai sk-1"));
+        assert!(!carries_secret("/provider add openai $OPENAI_API_KEY"));
+        assert!(!carries_secret("/provider add openai"));
+        assert!(!carries_secret("/provider remove openai"));
+        assert!(!carries_secret("add openai sk-1"));
+    }
 
     #[test]
     fn aliases_resolve_and_unknown_is_none() {

@@ -33,6 +33,8 @@ pub enum PickerKind {
     SwarmPermission,
     /// The permission mode a goal started with `/goal` runs in (manual and yolo only).
     GoalMode,
+    /// A host's `Choose`: the picked value becomes the prompt text.
+    Prefill,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -661,6 +663,7 @@ fn picker_lines(p: &Picker, t: &Theme, width: usize, out: &mut Vec<Line<'static>
         | PickerKind::Undo
         | PickerKind::SwarmPermission
         | PickerKind::GoalMode
+        | PickerKind::Prefill
         | PickerKind::UndoScope
         | PickerKind::RewindForce => "type to search · ↑↓ enter · esc closes",
     };

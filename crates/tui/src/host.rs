@@ -41,8 +41,14 @@ pub enum HostRequest {
     /// Esc while a login waits: give it up.
     CancelLogin,
     /// `/provider`: list the providers of `config.toml` (answered with a `Notice`);
-    /// `/provider remove <id>` deletes one and its models.
+    /// `/provider remove <id>` deletes one and its models; `/provider catalog …` and
+    /// `/provider add <id> <key|$VAR> [model …]` browse and add from the bundled catalog.
     Providers { args: String },
+    /// `/plugins [list|marketplace [src]|install <src>|info <id>|enable <id>|disable <id>|
+    /// remove <id>|reload|mcp enable|disable <id> <server>]`: answered with a `Notice`, an
+    /// `Error` or a `Choose` (the installed and marketplace tabs); `reload` also reopens the
+    /// session with the plugins as they are now.
+    Plugins { args: String },
 }
 
 /// One row of the task browser (`Event::TaskList`).
@@ -137,6 +143,12 @@ pub enum HostUpdate {
     LoginEnded {
         ok: bool,
         message: String,
+    },
+    /// The host offers choices (`/provider add` with no vendor); the chosen item's `value` is
+    /// put into the prompt for the user to complete and send.
+    Choose {
+        title: String,
+        items: Vec<crate::dialogs::PickerItem>,
     },
 }
 

@@ -263,7 +263,9 @@ impl App {
             self.shell_mode = false;
             return;
         }
-        self.history.push(&raw);
+        if !commands::carries_secret(&raw) {
+            self.history.push(&raw);
+        }
         if let Some((spec, args)) = commands::parse(text.trim()) {
             if self.is_busy() && spec.availability == Availability::Idle {
                 self.notice(
@@ -549,6 +551,15 @@ impl App {
             Command::Provider => self.emit(UiAction::Host(HostRequest::Providers {
                 args: args.to_owned(),
             })),
+            // Reloading reopens the session, which must not happen under a running turn.
+            Command::Plugins if self.is_busy() && args.trim() == "reload" => self.notice(
+                NoticeLevel::Warning,
+                "/plugins reload reopens the session; wait for the turn to end (or press Esc)."
+                    .to_owned(),
+            ),
+            Command::Plugins => self.emit(UiAction::Host(HostRequest::Plugins {
+                args: args.to_owned(),
+            })),
             Command::Exit => self.emit(UiAction::Exit),
             Command::Version => {
                 let v = self.info.version.clone();
@@ -603,6 +614,7 @@ impl App {
                     }
                     // The footer changes when the engine confirms (`Event::ModelChanged`).
                     PickerKind::Model => self.op(Op::SetModel { alias: value }),
+                    PickerKind::Prefill => self.editor.set_text(&value),
                     PickerKind::Effort => self.op(Op::SetEffort { effort: value }),
                     PickerKind::Permission => {
                         let mode = match value.as_str() {

@@ -20,6 +20,9 @@ pub struct Vendor {
     pub npm: Option<String>,
     #[serde(default)]
     pub api: Option<String>,
+    /// The vendor's usual key variables (`OPENAI_API_KEY`), offered by `/provider catalog`.
+    #[serde(default)]
+    pub env: Vec<String>,
     #[serde(default)]
     pub models: BTreeMap<String, CatalogModel>,
 }
@@ -59,6 +62,11 @@ pub type Catalog = BTreeMap<String, Vendor>;
 pub fn parse(text: &str, origin: &str) -> anyhow::Result<Catalog> {
     serde_json::from_str(text)
         .map_err(|err| anyhow::anyhow!("{origin} is not a models.dev catalog (api.json): {err}"))
+}
+
+/// The bundled snapshot (no I/O).
+pub fn bundled() -> anyhow::Result<Catalog> {
+    parse(SNAPSHOT, "the bundled catalog")
 }
 
 /// The bundled snapshot, or the catalog at `url` (http(s) URL or a file path).

@@ -3,6 +3,7 @@
 //! models.dev catalog (bundled snapshot, or `--url`) or a custom registry's `api.json`.
 
 pub mod catalog;
+pub mod tui;
 
 use std::path::Path;
 
@@ -75,6 +76,8 @@ struct Import<'a> {
     api_key: &'a str,
     base_url: Option<&'a str>,
     source: Option<&'a str>,
+    /// Only these model ids (empty: every usable model of the vendor).
+    only: &'a [String],
 }
 
 /// Writes one vendor as `[providers.<id>]` and `[models."<id>/<model>"]` (replacing what was
@@ -89,6 +92,18 @@ fn import(doc: &mut DocumentMut, import: &Import<'_>) -> anyhow::Result<Vec<Stri
         bail!(
             "`{}` declares no API URL; pass --base-url with its OpenAI-compatible endpoint",
             import.id
+        );
+    }
+    let usable: Vec<&String> = catalog::usable(import.vendor).map(|(id, _)| id).collect();
+    if let Some(unknown) = import.only.iter().find(|m| !usable.contains(m)) {
+        bail!(
+            "`{unknown}` is not a usable model of `{}`; pick from: {}",
+            import.id,
+            usable
+                .iter()
+                .map(|m| m.as_str())
+                .collect::<Vec<_>>()
+                .join(", ")
         );
     }
     remove_provider(doc, import.id);
@@ -106,7 +121,9 @@ fn import(doc: &mut DocumentMut, import: &Import<'_>) -> anyhow::Result<Vec<Stri
     table(doc, "providers")?.insert(import.id, Item::Table(provider));
     let models = table(doc, "models")?;
     let mut aliases = Vec::new();
-    for (model_id, model) in catalog::usable(import.vendor) {
+    for (model_id, model) in catalog::usable(import.vendor)
+        .filter(|(id, _)| import.only.is_empty() || import.only.contains(id))
+    {
         let alias = format!("{}/{model_id}", import.id);
         let mut entry = Table::new();
         entry.insert("provider", value(import.id));
@@ -319,6 +336,7 @@ pub fn catalog_add(
                 api_key: &key,
                 base_url,
                 source: None,
+                only: &[],
             },
         )?;
         let Some(model) = default_model else {
@@ -358,6 +376,7 @@ pub fn add(url: &str, key: Option<String>) -> anyhow::Result<u8> {
                     api_key: &key,
                     base_url: None,
                     source: Some(url),
+                    only: &[],
                 },
             )?;
             lines.push(format!("{id} ({} model(s))", aliases.len()));
