@@ -437,6 +437,56 @@ async fn serve(
             };
             reply(update).await;
         }
+        HostRequest::Feedback { args } => match crate::feedback::parse(&args) {
+            Err(err) => reply(HostUpdate::Error(format!("/feedback: {err}"))).await,
+            Ok(request) => {
+                // Off the host loop: archiving and sending may take a while.
+                let (home, cwd, updates) =
+                    (launch.home.clone(), launch.cwd.clone(), updates.clone());
+                let (dir, id) = (opened.session.dir.clone(), opened.session.state.id.clone());
+                let endpoint = launch.config.feedback.endpoint.clone();
+                reply(HostUpdate::Notice(
+                    "Preparing the feedback bundle…".to_owned(),
+                ))
+                .await;
+                tokio::spawn(async move {
+                    let outcome =
+                        crate::feedback::run(&request, &dir, &id, &home, &cwd, endpoint.as_deref())
+                            .await;
+                    let update = match outcome {
+                        Ok(done) => HostUpdate::Notice(done.describe()),
+                        Err(err) => {
+                            tracing::warn!("feedback: {err:#}");
+                            HostUpdate::Error(format!("/feedback: {err:#}"))
+                        }
+                    };
+                    let _ = updates.send(update).await;
+                });
+            }
+        },
+        HostRequest::Experiments { args } => {
+            let config = crate::experiments::current(&launch.config);
+            if matches!(args.trim(), "" | "list") {
+                reply(HostUpdate::Notice(crate::experiments::list(&config))).await;
+                return Ok(Served::Stay);
+            }
+            let switched = crate::experiments::plan(&config, &args).and_then(|(id, on)| {
+                crate::experiments::write(&config.path, id, on).map(|()| (id, on))
+            });
+            match switched {
+                Ok((id, on)) => {
+                    tracing::info!(flag = id, on, "experimental flag switched");
+                    reply(HostUpdate::Notice(format!(
+                        "Experimental flag {id} is now {} (written to [experimental] in {}); this session is reopened with it.",
+                        if on { "on" } else { "off" },
+                        config.path.display()
+                    )))
+                    .await;
+                    return Ok(Served::Reopen);
+                }
+                Err(err) => reply(HostUpdate::Error(format!("/experiments: {err:#}"))).await,
+            }
+        }
         HostRequest::CopyToClipboard { text } => {
             // OSC 52: the terminal (also over SSH) puts the text on the system clipboard.
             let encoded = base64::engine::general_purpose::STANDARD.encode(text.as_bytes());

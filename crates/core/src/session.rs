@@ -656,7 +656,7 @@ pub fn open_session(mut setup: SessionSetup) -> Result<OpenedSession, SessionErr
         max_steps_per_turn: setup.max_steps_per_turn,
         retry: setup.retry.clone(),
         compaction,
-        tools_allowed: setup.config.tools.clone(),
+        tools_allowed: setup.config.effective_tools(),
         permissions: permissions.clone(),
         hooks: hooks.clone(),
         base_ctx: ctx.clone(),
@@ -706,7 +706,7 @@ pub fn open_session(mut setup: SessionSetup) -> Result<OpenedSession, SessionErr
             &subagents,
             &plan,
             cron.as_ref(),
-            &setup.config.tools,
+            &setup.config.effective_tools(),
         )),
         tool_ctx: Arc::new(ctx),
         permissions,
@@ -714,12 +714,7 @@ pub fn open_session(mut setup: SessionSetup) -> Result<OpenedSession, SessionErr
         session_meta: Some(Arc::new(StoredMeta {
             store: SessionStore::new(Home::new(&setup.home)),
             session: std::sync::Mutex::new(session.clone()),
-            auto_title: setup
-                .config
-                .experimental
-                .get("auto_session_title")
-                .copied()
-                .unwrap_or(false),
+            auto_title: setup.config.flag_enabled("auto_session_title"),
             title_asked: std::sync::atomic::AtomicBool::new(false),
         })),
         plan: Some(plan.clone()),

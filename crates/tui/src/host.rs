@@ -30,6 +30,12 @@ pub enum HostRequest {
     /// `/add-dir <path>`: remember the directory in `.kimi-code/local.toml` and reopen this
     /// session with it as a workspace directory; answer with `SessionSwitched` (or `Error`).
     AddDir { path: String },
+    /// `/feedback [--code] <message>`: build the report bundle, send it when an endpoint is
+    /// configured; answered with a `Notice` saying where it went (or `Error`).
+    Feedback { args: String },
+    /// `/experiments [<flag> on|off]`: list the experimental flags or switch one in
+    /// config.toml; answered with a `Notice` (a switch also reopens the session).
+    Experiments { args: String },
     /// `/copy`: put `text` on the clipboard (native or OSC 52).
     CopyToClipboard { text: String },
     /// `/usage`, `/status`: the plan quotas of a Kimi account login, answered with a

@@ -526,6 +526,12 @@ impl App {
                 }));
             }
             Command::ExportDebugZip => self.emit(UiAction::Host(HostRequest::ExportDebugZip)),
+            Command::Feedback => self.emit(UiAction::Host(HostRequest::Feedback {
+                args: args.to_owned(),
+            })),
+            Command::Experiments => self.emit(UiAction::Host(HostRequest::Experiments {
+                args: args.to_owned(),
+            })),
             Command::Copy => match self.last_answer() {
                 Some(text) => self.emit(UiAction::Host(HostRequest::CopyToClipboard { text })),
                 None => self.notice(NoticeLevel::Warning, "There is no answer to copy yet."),
