@@ -162,6 +162,22 @@ mod tests {
     }
 
     #[test]
+    fn sessions_opened_after_a_switch_see_the_file_as_it_is_now() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("config.toml");
+        std::fs::write(&path, "default_model = \"k\"\n").unwrap();
+        let launch = Arc::new(Config::read(&path));
+        assert!(launch.flag_enabled("wait_for"));
+        write(&path, "wait_for", false).unwrap();
+        let now = current(&launch);
+        assert!(!now.flag_enabled("wait_for"));
+        assert_eq!(now.default_model.as_deref(), Some("k"));
+        // A file broken since start-up keeps the launch's flags.
+        std::fs::write(&path, "[experimental\n").unwrap();
+        assert!(current(&launch).flag_enabled("wait_for"));
+    }
+
+    #[test]
     fn plan_refuses_unknown_unsupported_and_env_locked_flags() {
         let mut config = Config::default();
         assert_eq!(plan(&config, "wait_for").unwrap(), ("wait_for", false));
