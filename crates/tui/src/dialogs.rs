@@ -33,6 +33,8 @@ pub enum PickerKind {
     SwarmPermission,
     /// The permission mode a goal started with `/goal` runs in (manual and yolo only).
     GoalMode,
+    /// `/add-dir <path>`: for this session, remembered, or not (value `<choice>\n<path>`).
+    AddDirScope,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -662,7 +664,8 @@ fn picker_lines(p: &Picker, t: &Theme, width: usize, out: &mut Vec<Line<'static>
         | PickerKind::SwarmPermission
         | PickerKind::GoalMode
         | PickerKind::UndoScope
-        | PickerKind::RewindForce => "type to search · ↑↓ enter · esc closes",
+        | PickerKind::RewindForce
+        | PickerKind::AddDirScope => "type to search · ↑↓ enter · esc closes",
     };
     out.push(Line::styled(format!("  {hint}"), t.text_dim));
 }
