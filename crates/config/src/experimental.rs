@@ -114,11 +114,11 @@ pub struct FlagState {
     pub source: FlagSource,
 }
 
+/// Flags set by environment variables: flag id → (value, which variable set it).
+pub type EnvOverrides = BTreeMap<String, (bool, FlagSource)>;
+
 /// Resolves every flag from the file's `[experimental]` and the environment overrides.
-pub fn resolve(
-    file: &BTreeMap<String, bool>,
-    env: &BTreeMap<String, (bool, FlagSource)>,
-) -> Vec<FlagState> {
+pub fn resolve(file: &BTreeMap<String, bool>, env: &EnvOverrides) -> Vec<FlagState> {
     FLAGS
         .iter()
         .map(|flag| {
@@ -140,7 +140,7 @@ pub fn resolve(
 /// Values that are not booleans are returned as errors `(variable, value)`.
 pub fn env_overrides(
     env: &dyn Fn(&str) -> Option<String>,
-) -> (BTreeMap<String, (bool, FlagSource)>, Vec<(String, String)>) {
+) -> (EnvOverrides, Vec<(String, String)>) {
     let mut out = BTreeMap::new();
     let mut bad = Vec::new();
     let mut read = |var: &str| {

@@ -66,7 +66,7 @@ pub struct Config {
     /// `[experimental]` as written in the file; read flags through [`Config::flag_enabled`].
     pub experimental: BTreeMap<String, bool>,
     /// The experimental flags set by environment variables (they win over the file).
-    pub experimental_env: BTreeMap<String, (bool, experimental::FlagSource)>,
+    pub experimental_env: experimental::EnvOverrides,
     pub model_catalog: ModelCatalog,
     pub sandbox: Sandbox,
     /// kimi-rs's `[checkpoint]` (file checkpoints for rewind).

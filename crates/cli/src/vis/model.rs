@@ -152,16 +152,12 @@ pub fn load(session_dir: &Path, session_id: &str) -> std::io::Result<SessionView
     for id in ids {
         let text = std::fs::read_to_string(agents_dir.join(&id).join("wire.jsonl"))?;
         let entry = &state["agents"][&id];
-        let kind = entry["type"].as_str().map_or_else(
-            || {
-                if id == kimi_store::MAIN_AGENT {
-                    "main"
-                } else {
-                    "sub"
-                }
-            },
-            |k| k,
-        );
+        let fallback = if id == kimi_store::MAIN_AGENT {
+            "main"
+        } else {
+            "sub"
+        };
+        let kind = entry["type"].as_str().unwrap_or(fallback);
         let (agent, bad) = fold_agent(
             &id,
             kind,

@@ -426,7 +426,7 @@ fn slash_completion_and_unknown_commands_go_to_the_model() {
 #[test]
 fn add_dir_asks_for_this_session_or_remembered_and_no_adds_nothing() {
     let mut h = Harness::new();
-    let mut pick = |h: &mut Harness, downs: usize| {
+    let pick = |h: &mut Harness, downs: usize| {
         h.type_str("/add-dir ../shared");
         h.key(KeyCode::Esc);
         h.key(KeyCode::Enter);
