@@ -63,6 +63,9 @@ pub struct StepView {
     pub turn_id: Option<u64>,
     pub step: Option<u64>,
     pub start_ms: u64,
+    /// When the model's response had arrived: the step's first tool call, else its end. The
+    /// step itself ends after its tool calls ran.
+    pub response_ms: Option<u64>,
     pub end_ms: Option<u64>,
     pub finish_reason: Option<String>,
     pub input_tokens: u64,
@@ -114,7 +117,7 @@ pub struct Totals {
     pub tool_errors: u64,
     /// Sum of the tool calls' durations (parallel calls count each).
     pub tool_ms: u64,
-    /// Sum of the model steps' durations.
+    /// Time spent waiting for the model: each step from its start until its response arrived.
     pub model_ms: u64,
     pub input_tokens: u64,
     pub output_tokens: u64,
@@ -329,6 +332,7 @@ fn fold_event(
                 turn_id: num(&event["turnId"]),
                 step: num(&event["step"]),
                 start_ms: time,
+                response_ms: None,
                 end_ms: None,
                 finish_reason: None,
                 input_tokens: 0,
@@ -343,6 +347,7 @@ fn fold_event(
             };
             let step = &mut agent.steps[i];
             step.end_ms = Some(time);
+            step.response_ms.get_or_insert(time);
             step.finish_reason = event["finishReason"].as_str().map(str::to_owned);
             let usage = &event["usage"];
             if usage.is_object() {
@@ -355,6 +360,9 @@ fn fold_event(
             }
         }
         "tool.call" => {
+            if let Some(&i) = steps.get(event["stepUuid"].as_str().unwrap_or_default()) {
+                agent.steps[i].response_ms.get_or_insert(time);
+            }
             let id = event["toolCallId"].as_str().unwrap_or_default().to_owned();
             tools.insert(id.clone(), agent.tool_calls.len());
             agent.tool_calls.push(ToolCallView {
@@ -415,7 +423,9 @@ fn summarise(
             seen(step.start_ms);
             if let Some(end) = step.end_ms {
                 seen(end);
-                totals.model_ms += end.saturating_sub(step.start_ms);
+            }
+            if let Some(response) = step.response_ms {
+                totals.model_ms += response.saturating_sub(step.start_ms);
             }
             totals.input_tokens += step.input_tokens;
             totals.output_tokens += step.output_tokens;
