@@ -204,3 +204,47 @@ fn vis_names_a_session_it_cannot_find() {
         "{run:?}"
     );
 }
+
+#[test]
+fn vis_draws_a_subagent_in_its_own_lane() {
+    let fx = Fixture::new(
+        CORE_FORMATS[0],
+        vec![
+            ScriptTurn::tool_calls(&[(
+                "call_agent",
+                "Agent",
+                r#"{"prompt":"Summarise the repo.","description":"summarise repo","subagent_type":"plan"}"#,
+            )]),
+            ScriptTurn::text(
+                "The repository is empty apart from its session files; there is nothing to plan yet. Suggested first step: create the project skeleton, then add a build script and one test so later steps can be verified.",
+            ),
+            ScriptTurn::text("Nothing to do yet."),
+        ],
+    );
+    let run = fx.run(&["-p", "Plan it."]);
+    assert_eq!(run.code, Some(0), "{run:?}");
+    let id = fx.session_ids().pop().unwrap();
+    let (mut vis, addr) = start_vis(&fx, Some(&id));
+    let (status, body) = get(&addr, "/api/session", &addr);
+    let _ = vis.kill();
+    let _ = vis.wait();
+    assert_eq!(status, 200, "{body}");
+    let data: Value = serde_json::from_str(&body).unwrap();
+    let agents = data["agents"].as_array().unwrap();
+    assert_eq!(agents.len(), 2, "{data:#}");
+    assert_eq!(agents[0]["id"], "main");
+    let sub = &agents[1];
+    assert_eq!(sub["kind"], "sub", "{sub:#}");
+    assert_eq!(sub["parent"], "main", "{sub:#}");
+    assert_eq!(sub["steps"].as_array().unwrap().len(), 1, "{sub:#}");
+    assert_eq!(agents[0]["toolCalls"][0]["name"], "Agent");
+    // The main agent's Agent call lasts at least as long as the subagent's work.
+    let call = &agents[0]["toolCalls"][0];
+    let sub_step = &sub["steps"][0];
+    assert!(
+        call["startMs"].as_u64() <= sub_step["startMs"].as_u64()
+            && call["endMs"].as_u64() >= sub_step["endMs"].as_u64(),
+        "{call:#} {sub_step:#}"
+    );
+    assert_eq!(data["totals"]["steps"].as_u64(), Some(3));
+}

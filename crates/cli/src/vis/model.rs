@@ -161,12 +161,13 @@ pub fn load(session_dir: &Path, session_id: &str) -> std::io::Result<SessionView
             "sub"
         };
         let kind = entry["type"].as_str().unwrap_or(fallback);
-        let (agent, bad) = fold_agent(
-            &id,
-            kind,
-            entry["parentAgentId"].as_str().map(str::to_owned),
-            &text,
-        );
+        // Subagents are started by the main agent (they cannot start their own), and
+        // `state.json` names their parent only after a recovery.
+        let parent = entry["parentAgentId"]
+            .as_str()
+            .map(str::to_owned)
+            .or_else(|| (id != kimi_store::MAIN_AGENT).then(|| kimi_store::MAIN_AGENT.to_owned()));
+        let (agent, bad) = fold_agent(&id, kind, parent, &text);
         unreadable += bad;
         agents.push(agent);
     }
