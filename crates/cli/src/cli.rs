@@ -252,6 +252,22 @@ pub enum Command {
         #[arg(long)]
         force: bool,
     },
+    /// Draw a session (default: the newest of this directory) as a local web page: a
+    /// timeline of turns, model steps and tool calls with their durations, tokens and context
+    /// use over time, compactions and subagents.
+    Vis {
+        /// The session id.
+        session: Option<String>,
+        /// The address to listen on (loopback by default; the page has no login).
+        #[arg(long, default_value = "127.0.0.1")]
+        host: String,
+        /// The port (0: any free port).
+        #[arg(long, default_value_t = 0)]
+        port: u16,
+        /// Print the URL only; do not open a browser.
+        #[arg(long = "no-open")]
+        no_open: bool,
+    },
     /// List stored sessions (this directory's; `--all` for every directory's), or manage
     /// them with a subcommand.
     Sessions {
@@ -757,6 +773,17 @@ pub fn main() -> ExitCode {
                 }
             }
         }
+        Some(Command::Vis {
+            session,
+            host,
+            port,
+            no_open,
+        }) => exit_code(crate::vis::run(&crate::vis::VisArgs {
+            session,
+            host,
+            port,
+            open: !no_open,
+        })),
         Some(Command::Sandbox { status: true, .. }) => sandbox_status(),
         Some(Command::Sandbox {
             status: false,
@@ -824,6 +851,7 @@ fn start_logging(cli: &Cli) -> Option<crate::logging::FlushGuard> {
         Some(Command::Import { .. }) => "import",
         Some(Command::Migrate { .. }) => "migrate",
         Some(Command::Rewind { .. }) => "rewind",
+        Some(Command::Vis { .. }) => "vis",
         Some(Command::Trust { .. }) => "trust",
         Some(Command::Debug { .. }) => "debug",
         None if cli.run.prompt.is_some() => "print",

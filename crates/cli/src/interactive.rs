@@ -49,6 +49,33 @@ struct TuiSessions {
     environments: kimi_config::environments::Environments,
     /// `--environment`: binds the first session only (later new sessions use the default).
     environment: Mutex<Option<String>>,
+    /// Directories `/add-dir` added for one session only, by session id (shared with the
+    /// [`Launch`]); they join the workspace whenever that session is (re)opened.
+    session_dirs: SessionDirs,
+}
+
+type SessionDirs = Arc<Mutex<std::collections::BTreeMap<String, Vec<PathBuf>>>>;
+
+impl TuiSessions {
+    /// `--add-dir`'s directories, plus the session-only ones of a session being reopened.
+    fn additional_dirs_for(&self, resume: &Resume) -> Vec<PathBuf> {
+        let mut dirs = self.additional_dirs.clone();
+        if let Resume::Id(id) = resume
+            && let Some(extra) = self
+                .session_dirs
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .get(id)
+        {
+            dirs.extend(
+                extra
+                    .iter()
+                    .filter(|d| !self.additional_dirs.contains(d))
+                    .cloned(),
+            );
+        }
+        dirs
+    }
 }
 
 #[async_trait::async_trait]
@@ -90,7 +117,7 @@ impl SessionFactory for TuiSessions {
                 cwd.to_owned(),
                 resume.clone(),
                 model,
-                self.additional_dirs.clone(),
+                self.additional_dirs_for(resume),
                 Some(self.permissions.clone()),
                 &self.config,
             )
@@ -120,6 +147,8 @@ struct Launch {
     config: Arc<Config>,
     /// The `/login` waiting for approval, to cancel with Esc.
     login: Mutex<Option<tokio_util::sync::CancellationToken>>,
+    /// `/add-dir`'s session-only directories (the factory reads them).
+    session_dirs: SessionDirs,
 }
 
 /// `/login [global]` in the terminal: the device flow off the host loop, its code shown in the
@@ -443,20 +472,37 @@ async fn serve(
                 }
             }
         }
-        HostRequest::AddDir { path } => {
+        HostRequest::AddDir { path, remember } => {
             let home = std::env::home_dir();
             let added = kimi_core::local_config::resolve_dir(&launch.cwd, &path, home.as_deref())
                 .and_then(|dir| {
-                    kimi_core::local_config::remember_dir(&launch.cwd, &dir).map(|file| (dir, file))
+                    if remember {
+                        kimi_core::local_config::remember_dir(&launch.cwd, &dir)
+                            .map(|file| (dir, Some(file)))
+                    } else {
+                        Ok((dir, None))
+                    }
                 });
             match added {
                 Ok((dir, file)) => {
-                    tracing::info!(dir = %dir.display(), file = %file.display(), "workspace directory added");
+                    let saved = match &file {
+                        Some(file) => format!("Saved to:\n  {}", file.display()),
+                        None => {
+                            launch
+                                .session_dirs
+                                .lock()
+                                .unwrap_or_else(PoisonError::into_inner)
+                                .entry(opened.session.state.id.clone())
+                                .or_default()
+                                .push(dir.clone());
+                            "For this session only".to_owned()
+                        }
+                    };
+                    tracing::info!(dir = %dir.display(), remember, "workspace directory added");
                     return Ok(Served::Reopen {
                         notice: Some(format!(
-                            "Added workspace directory:\n  {}\n  Saved to:\n  {}",
-                            dir.display(),
-                            file.display()
+                            "Added workspace directory:\n  {}\n  {saved}",
+                            dir.display()
                         )),
                     });
                 }
@@ -529,6 +575,56 @@ async fn serve(
                 Err(err) => HostUpdate::Error(format!("{err:#}")),
             };
             reply(update).await;
+        }
+        HostRequest::Feedback { args } => match crate::feedback::parse(&args) {
+            Err(err) => reply(HostUpdate::Error(format!("/feedback: {err}"))).await,
+            Ok(request) => {
+                // Off the host loop: archiving and sending may take a while.
+                let (home, cwd, updates) =
+                    (launch.home.clone(), launch.cwd.clone(), updates.clone());
+                let (dir, id) = (opened.session.dir.clone(), opened.session.state.id.clone());
+                let endpoint = launch.config.feedback.endpoint.clone();
+                reply(HostUpdate::Notice(
+                    "Preparing the feedback bundle…".to_owned(),
+                ))
+                .await;
+                tokio::spawn(async move {
+                    let outcome =
+                        crate::feedback::run(&request, &dir, &id, &home, &cwd, endpoint.as_deref())
+                            .await;
+                    let update = match outcome {
+                        Ok(done) => HostUpdate::Notice(done.describe()),
+                        Err(err) => {
+                            tracing::warn!("feedback: {err:#}");
+                            HostUpdate::Error(format!("/feedback: {err:#}"))
+                        }
+                    };
+                    let _ = updates.send(update).await;
+                });
+            }
+        },
+        HostRequest::Experiments { args } => {
+            let config = crate::experiments::current(&launch.config);
+            if matches!(args.trim(), "" | "list") {
+                reply(HostUpdate::Notice(crate::experiments::list(&config))).await;
+                return Ok(Served::Stay);
+            }
+            let switched = crate::experiments::plan(&config, &args).and_then(|(id, on)| {
+                crate::experiments::write(&config.path, id, on).map(|()| (id, on))
+            });
+            match switched {
+                Ok((id, on)) => {
+                    tracing::info!(flag = id, on, "experimental flag switched");
+                    return Ok(Served::Reopen {
+                        notice: Some(format!(
+                            "Experimental flag {id} is now {} (written to [experimental] in {}); this session is reopened with it.",
+                            if on { "on" } else { "off" },
+                            config.path.display()
+                        )),
+                    });
+                }
+                Err(err) => reply(HostUpdate::Error(format!("/experiments: {err:#}"))).await,
+            }
         }
         HostRequest::CopyToClipboard { text } => {
             // OSC 52: the terminal (also over SSH) puts the text on the system clipboard.
@@ -738,7 +834,9 @@ pub fn run(args: &RunArgs) -> anyhow::Result<u8> {
             trusted,
             environments,
             environment: Mutex::new(args.environment.clone()),
+            session_dirs: SessionDirs::default(),
         });
+        let session_dirs = factory.session_dirs.clone();
         let launch = Arc::new(Launch {
             host: SessionHost::new(home.clone(), factory.clone()),
             sessions: factory,
@@ -746,6 +844,7 @@ pub fn run(args: &RunArgs) -> anyhow::Result<u8> {
             home: home.clone(),
             config: config.clone(),
             login: Mutex::new(None),
+            session_dirs,
         });
         let opened = launch.open(resume)?;
         // Shown in the transcript, where the user sees them (stderr would scroll away).

@@ -163,7 +163,8 @@ pub fn setup(
         fsync: FsyncPolicy::EveryBatch,
         extensions: Default::default(),
         agent: AgentChoice::Default,
-        config: config.clone(),
+        // `[experimental]` as the file holds it now: `/experiments` applies without a restart.
+        config: crate::experiments::current(config),
         model_pool: model_pool(config),
     }
 }

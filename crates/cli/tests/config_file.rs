@@ -150,7 +150,7 @@ fn settings_kimi_rs_does_not_have_are_reported_at_start_up() {
     std::fs::write(&path, "telemetry = false\n[experimental]\ntower = true\n").unwrap();
     let run = fx.run(&["-p", "hi"]);
     assert_eq!(run.code, Some(0), "{run:?}");
-    for (line, key) in [(1, "telemetry"), (2, "experimental")] {
+    for (line, key) in [(1, "telemetry"), (3, "experimental.tower")] {
         let expected = format!(
             "kimi-rs: {}:{line}: `{key}`: not supported by kimi-rs; ignored",
             path.display()

@@ -1154,3 +1154,78 @@ fn the_first_launch_in_a_folder_with_project_servers_asks_whether_to_trust_it() 
     let (status, _) = s.wait_exit("Ctrl-D");
     assert!(status.success());
 }
+
+/// `/add-dir` and `/experiments` in a real terminal: "Yes, for this session" adds the
+/// directory without writing `local.toml` and the reopened session's prompt lists it;
+/// `/experiments wait_for off` writes config.toml and the reopened session no longer offers
+/// WaitFor.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn add_dir_for_this_session_and_an_experiment_switch_in_a_real_terminal() {
+    let work = tempfile::tempdir().unwrap();
+    let home = tempfile::tempdir().unwrap();
+    let shared = tempfile::tempdir().unwrap();
+    let shared_path = std::fs::canonicalize(shared.path()).unwrap();
+    let server = ScriptServer::start(vec![ScriptTurn::text("One."), ScriptTurn::text("Two.")])
+        .await
+        .unwrap();
+    let base_url = server.base_url();
+    let (work_path, home_path, dir) = (
+        work.path().to_owned(),
+        home.path().to_owned(),
+        shared_path.display().to_string(),
+    );
+    tokio::task::spawn_blocking(move || {
+        let mut s = Session::spawn(&work_path, &home_path, &base_url, &[]);
+        s.wait_for("the prompt", |t| t.contains("ask anything"));
+        s.send(format!("/add-dir {dir}\r").as_bytes());
+        s.wait_for("the add-dir choice", |t| {
+            t.contains("Add directory to workspace") && t.contains("Yes, for this session")
+        });
+        s.send(b"\r");
+        s.wait_for("the session-only notice", |t| {
+            t.contains("For this session only")
+        });
+        s.send(b"hello\r");
+        // `/experiments` waits for an idle session: the turn has ended when the prompt's
+        // hint is back.
+        s.wait_for("the first answer, idle", |t| {
+            t.contains("One.") && t.contains("ask anything") && !t.contains("esc to interrupt")
+        });
+        s.send(b"/experiments wait_for off\r");
+        s.wait_for("the switch notice", |t| t.contains("is now off"));
+        s.send(b"again\r");
+        s.wait_for("the second answer", |t| t.contains("Two."));
+        s.send(b"\x04");
+        let (status, text) = s.wait_exit("Ctrl-D");
+        assert!(status.success(), "kimi-rs failed: {status}\n{text}");
+    })
+    .await
+    .unwrap();
+    let requests = server.requests();
+    let dir_line = format!("- {}", shared_path.display());
+    assert!(
+        requests[0].raw_body.contains(&dir_line),
+        "{}",
+        requests[0].raw_body
+    );
+    assert!(
+        !work.path().join(".kimi-code/local.toml").exists(),
+        "a session-only directory is not remembered"
+    );
+    let tools = |i: usize| -> Vec<String> {
+        requests[i].body["tools"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|t| t["function"]["name"].as_str().map(str::to_owned))
+            .collect()
+    };
+    assert!(tools(0).contains(&"WaitFor".to_owned()), "{:?}", tools(0));
+    assert!(!tools(1).contains(&"WaitFor".to_owned()), "{:?}", tools(1));
+    // The directory stays for this session after the experiment's reopen.
+    assert!(requests[1].raw_body.contains(&dir_line));
+    assert_eq!(
+        std::fs::read_to_string(home.path().join("config.toml")).unwrap(),
+        "[experimental]\nwait_for = false\n"
+    );
+}

@@ -5,7 +5,7 @@ use std::str::FromStr;
 
 use crate::{Config, Diagnostic, Severity};
 
-fn truthy(value: &str) -> Option<bool> {
+pub(crate) fn truthy(value: &str) -> Option<bool> {
     match value.trim().to_ascii_lowercase().as_str() {
         "1" | "true" | "yes" | "on" => Some(true),
         "0" | "false" | "no" | "off" | "" => Some(false),
@@ -81,16 +81,16 @@ impl Config {
         if let Some(n) = self.env_number(env, "KIMI_CODE_MODEL_CATALOG_REFRESH_INTERVAL_MS") {
             self.model_catalog.refresh_interval_ms = Some(n);
         }
-        // Experimental flags kimi-rs acts on: the master switch over the per-flag variable
-        // over `[experimental]`.
-        let title = self
-            .env_flag(env, "KIMI_CODE_EXPERIMENTAL_FLAG")
-            .filter(|on| *on)
-            .or_else(|| self.env_flag(env, "KIMI_CODE_EXPERIMENTAL_AUTO_SESSION_TITLE"));
-        if let Some(on) = title {
-            self.experimental
-                .insert("auto_session_title".to_owned(), on);
+        // Experimental flags: the master switch over the per-flag variable over
+        // `[experimental]` (resolved in `Config::flags`).
+        let (overrides, bad) = crate::experimental::env_overrides(env);
+        for (var, text) in bad {
+            self.env_error(
+                &var,
+                format!("is `{text}`; use 1/true/yes/on or 0/false/no/off"),
+            );
         }
+        self.experimental_env = overrides;
         if let Some(on) = self.env_flag(env, "KIMI_CODE_MODEL_CATALOG_REFRESH_ON_START") {
             self.model_catalog.refresh_on_start = Some(on);
         }

@@ -11,6 +11,7 @@ mod checkpoint;
 mod diag;
 mod env;
 pub mod environments;
+pub mod experimental;
 mod file;
 mod parse;
 mod providers;
@@ -62,11 +63,16 @@ pub struct Config {
     pub permission: Permission,
     pub hooks: Vec<RawEntry>,
     pub cron: Cron,
+    /// `[experimental]` as written in the file; read flags through [`Config::flag_enabled`].
     pub experimental: BTreeMap<String, bool>,
+    /// The experimental flags set by environment variables (they win over the file).
+    pub experimental_env: experimental::EnvOverrides,
     pub model_catalog: ModelCatalog,
     pub sandbox: Sandbox,
     /// kimi-rs's `[checkpoint]` (file checkpoints for rewind).
     pub checkpoint: Checkpoint,
+    /// kimi-rs's `[feedback]` (where `/feedback` sends its bundle).
+    pub feedback: Feedback,
     /// `[environments]`: where sessions' tools may run besides this machine.
     pub environments: environments::Environments,
     /// Every problem found, in file order (environment problems last).
@@ -80,6 +86,30 @@ fn modified(path: &Path) -> Option<SystemTime> {
 }
 
 impl Config {
+    /// Every experimental flag with its value and where that comes from.
+    pub fn flags(&self) -> Vec<experimental::FlagState> {
+        experimental::resolve(&self.experimental, &self.experimental_env)
+    }
+
+    /// Whether the experimental flag `id` is on (false for an id that is not a flag).
+    pub fn flag_enabled(&self, id: &str) -> bool {
+        self.flags()
+            .iter()
+            .any(|s| s.flag.id == id && s.enabled && s.flag.unsupported.is_none())
+    }
+
+    /// `[tools]` with what experimental flags take away (WaitFor when `wait_for` is off).
+    pub fn effective_tools(&self) -> Tools {
+        let mut tools = self.tools.clone();
+        if !self.flag_enabled("wait_for") {
+            tools
+                .disabled
+                .get_or_insert_with(Vec::new)
+                .push("WaitFor".to_owned());
+        }
+        tools
+    }
+
     /// No file at `path`: every key at its default.
     pub fn empty(path: &Path) -> Config {
         Config {

@@ -140,6 +140,7 @@ impl Ctx<'_, '_, '_> {
                 "model_catalog" => config.model_catalog = self.de(name, value).unwrap_or_default(),
                 "sandbox" => config.sandbox = self.de(name, value).unwrap_or_default(),
                 "checkpoint" => config.checkpoint = self.de(name, value).unwrap_or_default(),
+                "feedback" => config.feedback = self.de(name, value).unwrap_or_default(),
                 "environments" => {
                     let table: Option<toml::Table> = self.de(name, value);
                     let (envs, problems) = crate::environments::parse_table(
@@ -310,6 +311,17 @@ impl Ctx<'_, '_, '_> {
                     Some(start),
                     &key,
                     format!("not supported by kimi-rs; ignored ({why})"),
+                    None,
+                );
+            } else if let [section, id] = path.as_slice()
+                && section == "experimental"
+                && let Some(why) = crate::experimental::flag(id).and_then(|f| f.unsupported)
+            {
+                self.sink.push(
+                    Severity::Warning,
+                    Some(start),
+                    &key,
+                    format!("not supported by kimi-rs; ignored (experimental flag: {why})"),
                     None,
                 );
             }

@@ -41,8 +41,20 @@ pub const ROOT_KEYS: &[&str] = &[
     "model_catalog",
     "sandbox",
     "checkpoint",
+    "feedback",
     "environments",
     "default_thinking",
+];
+
+/// The flag ids `[experimental]` accepts.
+pub(crate) const EXPERIMENTAL_IDS: &[&str] = &[
+    "tool-select",
+    "wait_for",
+    "tower",
+    "auto_session_title",
+    "secondary-model",
+    "subagent_fork",
+    "persistence_minidb_readmodel",
 ];
 
 /// Keys that are valid Kimi Code settings but have no effect in kimi-rs, with why. A `*`
@@ -86,7 +98,6 @@ pub const UNSUPPORTED: &[(&str, &str)] = &[
     ("cron.manual_tick", "the cron clock always ticks"),
     ("cron.clock", "cron uses the system clock"),
     ("cron.poll_interval_ms", "cron polls every second"),
-    ("experimental", "there are no experimental flags"),
     ("model_catalog", "there is no model catalog"),
     (
         "providers.*.default_model",
@@ -167,6 +178,8 @@ pub fn known_keys(path: &[String]) -> &'static [&'static str] {
         ["sandbox"] => fields_of::<Sandbox>(),
         ["checkpoint"] => fields_of::<crate::checkpoint::Checkpoint>(),
         ["permission"] => fields_of::<PermissionSpans>(),
+        ["experimental"] => EXPERIMENTAL_IDS,
+        ["feedback"] => fields_of::<Feedback>(),
         _ => &[],
     }
 }

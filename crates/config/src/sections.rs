@@ -232,3 +232,11 @@ mod tests {
         assert!(only.allows("Read") && only.allows("mcp__x__y") && !only.allows("Write"));
     }
 }
+
+/// kimi-rs's `[feedback]`: where `/feedback` sends its report bundle. Without an endpoint the
+/// bundle is only saved (the reference sends to its managed platform, which kimi-rs does not).
+#[derive(Debug, Clone, Default, Deserialize)]
+pub struct Feedback {
+    /// An `http(s)://` URL the bundle is POSTed to (`application/zip`).
+    pub endpoint: Option<String>,
+}

@@ -201,7 +201,7 @@ fn settings_kimi_rs_does_not_act_on_are_reported_once_each_when_set() {
         "thinking.keep",
         "token_counting",
         "identity",
-        "experimental",
+        "experimental.tool-select",
         "model_catalog",
         "models.k2.beta_api",
         "cron.clock",

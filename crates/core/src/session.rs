@@ -517,9 +517,31 @@ pub fn open_session(mut setup: SessionSetup) -> Result<OpenedSession, SessionErr
         skills: setup.extensions.skills_prompt.clone(),
         plugin_sections: setup.extensions.plugin_sections.clone(),
     };
-    let system_prompt = match &restored.system_prompt {
-        Some(text) => text.clone(),
-        None => render_profile_prompt(&profile, &prompt_env, true)?,
+    // A resumed session keeps its journaled prompt (the provider's prompt cache stays warm)
+    // unless the workspace directories changed since (`/add-dir`, `local.toml`, `--add-dir`):
+    // then the prompt is rendered again so the model is told the directories it may use.
+    let (system_prompt, bind) = match &restored.system_prompt {
+        Some(text) => {
+            let now: Vec<String> = setup
+                .additional_dirs
+                .iter()
+                .map(|d| d.display().to_string())
+                .collect();
+            let listed = crate::prompt::template::listed_dirs(text);
+            if listed == now {
+                (text.clone(), false)
+            } else {
+                let fresh = render_profile_prompt(&profile, &prompt_env, true)?;
+                // A custom prompt without the directory section lists none either way.
+                if crate::prompt::template::listed_dirs(&fresh) == listed {
+                    (text.clone(), false)
+                } else {
+                    tracing::info!(before = ?listed, now = ?now, "workspace directories changed; system prompt rendered again");
+                    (fresh, true)
+                }
+            }
+        }
+        None => (render_profile_prompt(&profile, &prompt_env, true)?, true),
     };
     // AGENTS.md as it is now is the baseline: edits made while no kimi-rs ran are not
     // announced (as in the reference), edits from here on rebuild the prompt.
@@ -656,7 +678,7 @@ pub fn open_session(mut setup: SessionSetup) -> Result<OpenedSession, SessionErr
         max_steps_per_turn: setup.max_steps_per_turn,
         retry: setup.retry.clone(),
         compaction,
-        tools_allowed: setup.config.tools.clone(),
+        tools_allowed: setup.config.effective_tools(),
         permissions: permissions.clone(),
         hooks: hooks.clone(),
         base_ctx: ctx.clone(),
@@ -706,7 +728,7 @@ pub fn open_session(mut setup: SessionSetup) -> Result<OpenedSession, SessionErr
             &subagents,
             &plan,
             cron.as_ref(),
-            &setup.config.tools,
+            &setup.config.effective_tools(),
         )),
         tool_ctx: Arc::new(ctx),
         permissions,
@@ -714,12 +736,7 @@ pub fn open_session(mut setup: SessionSetup) -> Result<OpenedSession, SessionErr
         session_meta: Some(Arc::new(StoredMeta {
             store: SessionStore::new(Home::new(&setup.home)),
             session: std::sync::Mutex::new(session.clone()),
-            auto_title: setup
-                .config
-                .experimental
-                .get("auto_session_title")
-                .copied()
-                .unwrap_or(false),
+            auto_title: setup.config.flag_enabled("auto_session_title"),
             title_asked: std::sync::atomic::AtomicBool::new(false),
         })),
         plan: Some(plan.clone()),
@@ -729,7 +746,6 @@ pub fn open_session(mut setup: SessionSetup) -> Result<OpenedSession, SessionErr
         instructions: Some(Arc::new(instructions)),
     };
     let queued = restored.queued_prompts.clone();
-    let bind = restored.system_prompt.is_none();
     let agent = spawn_linked(config, log, queued, link, events);
     // A resumed session's todo panel starts with the list its journal left.
     if !restored.todos.is_empty() {

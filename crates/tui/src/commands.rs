@@ -34,6 +34,8 @@ pub enum Command {
     Status,
     ExportMd,
     ExportDebugZip,
+    Feedback,
+    Experiments,
     Copy,
     Init,
     Login,
@@ -202,6 +204,20 @@ pub const COMMANDS: &[CommandSpec] = &[
         Idle,
         "ZIP of this session, logs and redacted settings",
     ),
+    spec(
+        Command::Feedback,
+        "feedback",
+        &["bug"],
+        Always,
+        "report a problem: saves (and, when configured, sends) logs and this session [--code] <message>",
+    ),
+    spec(
+        Command::Experiments,
+        "experiments",
+        &["experimental"],
+        Idle,
+        "list experimental flags, or switch one [<flag> on|off]",
+    ),
     spec(Command::Copy, "copy", &[], Idle, "copy the last answer"),
     spec(
         Command::Init,
@@ -312,6 +328,10 @@ mod tests {
         assert_eq!(spec.command, Command::Compact);
         assert_eq!(args, "keep the API notes");
         assert!(parse("/frobnicate now").is_none());
-        assert_eq!(complete("ex").len(), 3, "exit, export-md, export-debug-zip");
+        assert_eq!(
+            complete("ex").len(),
+            4,
+            "exit, export-md, export-debug-zip, experiments"
+        );
     }
 }

@@ -35,6 +35,8 @@ pub enum PickerKind {
     GoalMode,
     /// A host's `Choose`: the picked value becomes the prompt text.
     Prefill,
+    /// `/add-dir <path>`: for this session, remembered, or not (value `<choice>\n<path>`).
+    AddDirScope,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -665,7 +667,8 @@ fn picker_lines(p: &Picker, t: &Theme, width: usize, out: &mut Vec<Line<'static>
         | PickerKind::GoalMode
         | PickerKind::Prefill
         | PickerKind::UndoScope
-        | PickerKind::RewindForce => "type to search · ↑↓ enter · esc closes",
+        | PickerKind::RewindForce
+        | PickerKind::AddDirScope => "type to search · ↑↓ enter · esc closes",
     };
     out.push(Line::styled(format!("  {hint}"), t.text_dim));
 }

@@ -27,9 +27,16 @@ pub enum HostRequest {
     /// `/export-debug-zip`: the session's ZIP with the logs and redacted settings; answered
     /// with a `Notice` naming the file.
     ExportDebugZip,
-    /// `/add-dir <path>`: remember the directory in `.kimi-code/local.toml` and reopen this
-    /// session with it as a workspace directory; answer with `SessionSwitched` (or `Error`).
-    AddDir { path: String },
+    /// `/add-dir <path>`: add the directory to this session's workspace — `remember`ed in
+    /// `.kimi-code/local.toml`, or for this session only — and reopen the session with it;
+    /// answer with `SessionSwitched` (or `Error`).
+    AddDir { path: String, remember: bool },
+    /// `/feedback [--code] <message>`: build the report bundle, send it when an endpoint is
+    /// configured; answered with a `Notice` saying where it went (or `Error`).
+    Feedback { args: String },
+    /// `/experiments [<flag> on|off]`: list the experimental flags or switch one in
+    /// config.toml; answered with a `Notice` (a switch also reopens the session).
+    Experiments { args: String },
     /// `/copy`: put `text` on the clipboard (native or OSC 52).
     CopyToClipboard { text: String },
     /// `/usage`, `/status`: the plan quotas of a Kimi account login, answered with a

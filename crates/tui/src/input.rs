@@ -479,9 +479,7 @@ impl App {
                     };
                     self.notice(NoticeLevel::Info, text);
                 }
-                path => self.emit(UiAction::Host(HostRequest::AddDir {
-                    path: path.to_owned(),
-                })),
+                path => self.open_picker(crate::add_dir::scope_picker(path)),
             },
             Command::Usage => {
                 let u = self.session_usage;
@@ -529,6 +527,12 @@ impl App {
                 }));
             }
             Command::ExportDebugZip => self.emit(UiAction::Host(HostRequest::ExportDebugZip)),
+            Command::Feedback => self.emit(UiAction::Host(HostRequest::Feedback {
+                args: args.to_owned(),
+            })),
+            Command::Experiments => self.emit(UiAction::Host(HostRequest::Experiments {
+                args: args.to_owned(),
+            })),
             Command::Copy => match self.last_answer() {
                 Some(text) => self.emit(UiAction::Host(HostRequest::CopyToClipboard { text })),
                 None => self.notice(NoticeLevel::Warning, "There is no answer to copy yet."),
@@ -572,6 +576,13 @@ impl App {
         match result {
             DialogResult::Keep => {}
             DialogResult::Close => {
+                if let Some(Dialog::Picker(p)) = &self.dialog
+                    && p.kind == PickerKind::AddDirScope
+                {
+                    let path = p.title.trim_start_matches("Add directory to workspace: ");
+                    let text = format!("Did not add {path} as a working directory.");
+                    self.notice(NoticeLevel::Info, text);
+                }
                 self.dialog = None;
                 // A dismissed `/swarm` permission choice puts the command back.
                 self.swarm_permission_chosen(None);
@@ -653,6 +664,18 @@ impl App {
                             });
                         }
                     }
+                    PickerKind::AddDirScope => match crate::add_dir::parse_choice(&value) {
+                        Some((path, remember)) => {
+                            self.emit(UiAction::Host(HostRequest::AddDir { path, remember }));
+                        }
+                        None => {
+                            let path = value.split_once('\n').map_or("", |(_, p)| p);
+                            self.notice(
+                                NoticeLevel::Info,
+                                format!("Did not add {path} as a working directory."),
+                            );
+                        }
+                    },
                     PickerKind::Task => {
                         let text = self
                             .tasks

@@ -21,6 +21,7 @@
 //! Everything else is the pure [`App`] state machine, tested by feeding it events and keys
 //! and rendering it into a `TestBackend`.
 
+pub mod add_dir;
 pub mod agent_card;
 pub mod app;
 pub mod btw;

@@ -55,10 +55,8 @@ impl PromptVars {
             REPLY_STYLE.clone_into(&mut self.reply_style_guide);
         }
         if self.additional_dirs_section.is_empty() && !self.additional_dirs_info.is_empty() {
-            self.additional_dirs_section = format!(
-                "\nThe workspace also includes these directories:\n{}\n",
-                self.additional_dirs_info
-            );
+            self.additional_dirs_section =
+                format!("\n{DIRS_HEADING}\n{}\n", self.additional_dirs_info);
         }
         if self.skills_section.is_empty() && !self.skills.is_empty() {
             self.skills_section = format!(
@@ -206,6 +204,21 @@ fn collapse_blank_runs(text: &str) -> String {
     out.trim().to_owned() + "\n"
 }
 
+const DIRS_HEADING: &str = "The workspace also includes these directories:";
+
+/// The extra workspace directories a rendered prompt lists (its `additional_dirs_section`), so
+/// a reopened session can tell whether its journaled prompt still names the right ones.
+pub fn listed_dirs(prompt: &str) -> Vec<&str> {
+    let Some((_, after)) = prompt.split_once(DIRS_HEADING) else {
+        return Vec::new();
+    };
+    after
+        .lines()
+        .skip(1)
+        .map_while(|line| line.strip_prefix("- "))
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -255,5 +268,17 @@ mod tests {
         let text = err.to_string();
         assert!(text.contains("SYSTEM.md"), "{text}");
         assert!(text.contains("cwd_listing"), "{text}");
+    }
+
+    #[test]
+    fn listed_dirs_reads_back_the_rendered_section() {
+        let vars = PromptVars {
+            additional_dirs_info: "- /a/one\n- /b/two".to_owned(),
+            ..PromptVars::default()
+        }
+        .with_defaults();
+        let prompt = format!("intro\n{}\nafter", vars.additional_dirs_section);
+        assert_eq!(listed_dirs(&prompt), ["/a/one", "/b/two"]);
+        assert_eq!(listed_dirs("no section"), Vec::<&str>::new());
     }
 }

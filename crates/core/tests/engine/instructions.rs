@@ -135,3 +135,53 @@ async fn local_toml_directories_join_the_workspace_and_bad_entries_are_warned() 
     );
     s.close().await;
 }
+
+/// A session reopened after its workspace directories changed (`/add-dir`, `local.toml`)
+/// renders its system prompt again so the model is told them; reopened unchanged, it keeps
+/// the journaled prompt.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_reopened_session_lists_directories_added_since_in_its_prompt() {
+    use crate::harness::Options;
+    use kimi_core::session::Resume;
+
+    let dirs = Dirs::new();
+    let mut s = Session::start(&dirs, ProviderType::Kimi, vec![ScriptTurn::text("ok")]).await;
+    assert_eq!(s.run("hi").await.0, TurnEndReason::Completed);
+    let id = s.session_id();
+    let first = system(&s.requests()[0].body);
+    s.close().await;
+    // Dropped: the journal's lock goes with the session.
+    drop(s);
+
+    let shared = tempfile::tempdir().unwrap();
+    let shared_dir = std::fs::canonicalize(shared.path()).unwrap();
+    kimi_core::local_config::remember_dir(&dirs.cwd(), &shared_dir).unwrap();
+    assert!(!first.contains(&shared_dir.display().to_string()));
+
+    let reopen = |turn: &'static str| {
+        let mut options = Options::new(ProviderType::Kimi);
+        options.resume = Resume::Id(id.clone());
+        Session::start_with(&dirs, options, vec![ScriptTurn::text(turn)])
+    };
+    let mut s = reopen("again").await;
+    assert_eq!(s.run("again").await.0, TurnEndReason::Completed);
+    let prompt = system(&s.requests()[0].body);
+    assert!(
+        prompt.contains(&format!("- {}", shared_dir.display())),
+        "{prompt}"
+    );
+    s.close().await;
+    drop(s);
+
+    // Nothing changed since: the journaled prompt is used as it is (no new profile.bind).
+    let mut s = reopen("third").await;
+    assert_eq!(s.run("third").await.0, TurnEndReason::Completed);
+    assert_eq!(system(&s.requests()[0].body), prompt);
+    let binds = s
+        .journal()
+        .iter()
+        .filter(|r| record_kind(r) == "profile.bind")
+        .count();
+    assert_eq!(binds, 2, "the first render and the one after /add-dir");
+    s.close().await;
+}

@@ -426,12 +426,53 @@ fn slash_completion_and_unknown_commands_go_to_the_model() {
 }
 
 #[test]
+fn add_dir_asks_for_this_session_or_remembered_and_no_adds_nothing() {
+    let mut h = Harness::new();
+    let pick = |h: &mut Harness, downs: usize| {
+        h.type_str("/add-dir ../shared");
+        h.key(KeyCode::Esc);
+        h.key(KeyCode::Enter);
+        assert!(
+            h.screen(100, 30)
+                .contains("Add directory to workspace: ../shared"),
+            "{}",
+            h.screen(100, 30)
+        );
+        for _ in 0..downs {
+            h.key(KeyCode::Down);
+        }
+        h.key(KeyCode::Enter);
+        h.actions()
+    };
+    assert_eq!(
+        pick(&mut h, 0),
+        vec![UiAction::Host(HostRequest::AddDir {
+            path: "../shared".into(),
+            remember: false
+        })]
+    );
+    assert_eq!(
+        pick(&mut h, 1),
+        vec![UiAction::Host(HostRequest::AddDir {
+            path: "../shared".into(),
+            remember: true
+        })]
+    );
+    assert_eq!(pick(&mut h, 2), vec![]);
+    assert!(
+        h.screen(100, 30)
+            .contains("Did not add ../shared as a working directory."),
+        "{}",
+        h.screen(100, 30)
+    );
+}
+
+#[test]
 fn slash_commands_map_to_ops_and_host_requests() {
     let mut h = Harness::new();
     for cmd in [
         "/yolo",
         "/plan on",
-        "/add-dir ../shared",
         "/new",
         "/init",
         "/title Refactor",
@@ -449,15 +490,9 @@ fn slash_commands_map_to_ops_and_host_requests() {
         })
     );
     assert_eq!(acts[1], UiAction::Op(Op::SetPlanMode { enabled: true }));
+    assert_eq!(acts[2], UiAction::Host(HostRequest::NewSession));
     assert_eq!(
-        acts[2],
-        UiAction::Host(HostRequest::AddDir {
-            path: "../shared".into()
-        })
-    );
-    assert_eq!(acts[3], UiAction::Host(HostRequest::NewSession));
-    assert_eq!(
-        acts[4],
+        acts[3],
         UiAction::Op(Op::Submit {
             input: text(kimi_tui::input::INIT_PROMPT),
             origin: None,
@@ -465,13 +500,13 @@ fn slash_commands_map_to_ops_and_host_requests() {
         })
     );
     assert_eq!(
-        acts[5],
+        acts[4],
         UiAction::Op(Op::SetTitle {
             title: Some("Refactor".into())
         })
     );
     assert!(
-        matches!(&acts[6], UiAction::Host(HostRequest::ExportMarkdown { path: Some(p), .. }) if p == "out.md")
+        matches!(&acts[5], UiAction::Host(HostRequest::ExportMarkdown { path: Some(p), .. }) if p == "out.md")
     );
     // Idle-only commands are refused while busy, with a way out.
     start_turn(&mut h, "x");
