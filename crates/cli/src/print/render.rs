@@ -217,7 +217,7 @@ impl<O: Write, E: Write> TurnWriter for TextWriter<O, E> {
                 Ok(())
             }
             Event::ToolProgress { tool_call_id, text } if self.sign_ins.contains(tool_call_id) => {
-                writeln!(self.stderr, "{text}")?;
+                write!(self.stderr, "{text}")?;
                 self.stderr.flush()
             }
             // Tool traffic stays off the human transcript, as in the reference.
