@@ -102,11 +102,17 @@ fn write_private(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
     let dir = path
         .parent()
         .ok_or_else(|| std::io::Error::other("credential path has no folder"))?;
+    // `credentials/` and `credentials/mcp/` are the user's alone (0700), whoever made them.
     std::fs::create_dir_all(dir)?;
     #[cfg(unix)]
     {
         use std::os::unix::fs::PermissionsExt;
-        std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700))?;
+        let parent = dir
+            .parent()
+            .filter(|p| p.file_name().is_some_and(|n| n == "credentials"));
+        for folder in std::iter::once(dir).chain(parent) {
+            std::fs::set_permissions(folder, std::fs::Permissions::from_mode(0o700))?;
+        }
     }
     let tmp = dir.join(format!(
         ".{}.tmp-{}",
@@ -209,10 +215,12 @@ mod tests {
                 std::fs::metadata(&file)?.permissions().mode() & 0o777,
                 0o600
             );
-            assert_eq!(
-                std::fs::metadata(dir.path())?.permissions().mode() & 0o777,
-                0o700
-            );
+            for folder in [dir.path(), home.path().join("credentials").as_path()] {
+                assert_eq!(
+                    std::fs::metadata(folder)?.permissions().mode() & 0o777,
+                    0o700
+                );
+            }
         }
         assert!(dir.remove("s", "http://127.0.0.1:1/mcp")?);
         assert!(!dir.remove("s", "http://127.0.0.1:1/mcp")?);
