@@ -27,6 +27,7 @@ pub mod manager;
 pub mod naming;
 pub mod oauth;
 pub mod output;
+mod remote;
 pub mod sse;
 pub mod tool;
 
