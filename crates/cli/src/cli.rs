@@ -175,6 +175,11 @@ pub enum Command {
         #[command(subcommand)]
         command: PluginCommand,
     },
+    /// Remote MCP servers: `login <server>` signs in with OAuth, `logout <server>` forgets it.
+    Mcp {
+        #[command(subcommand)]
+        command: crate::mcp_login::McpCommand,
+    },
     /// Serve the local REST + WebSocket API and the browser UI (token in server.token).
     Web {
         /// Port to listen on (default 58627; the next free one when busy; 0 = any).
@@ -611,6 +616,9 @@ pub fn main() -> ExitCode {
             check,
         }) => exit_code(crate::upgrade::run(manifest_url, check)),
         Some(Command::Plugin { command }) => exit_code(crate::plugins::run(command)),
+        Some(Command::Mcp { command }) => {
+            exit_code(crate::mcp_login::run(command, cli.run.trust_workspace))
+        }
         Some(Command::Provider { command }) => exit_code(match command {
             ProviderCommand::Add { url, api_key } => crate::providers::add(&url, api_key),
             ProviderCommand::Remove { id } => crate::providers::remove(&id),
@@ -843,6 +851,7 @@ fn start_logging(cli: &Cli) -> Option<crate::logging::FlushGuard> {
         Some(Command::Logout) => "logout",
         Some(Command::Provider { .. }) => "provider",
         Some(Command::Plugin { .. }) => "plugin",
+        Some(Command::Mcp { .. }) => "mcp",
         Some(Command::Upgrade { .. }) => "upgrade",
         Some(Command::Web { .. }) => "web",
         Some(Command::Doctor { .. }) => "doctor",

@@ -316,6 +316,7 @@ impl Extensions {
                     ServerState::Connecting => McpServerState::Connecting,
                     ServerState::Connected => McpServerState::Connected,
                     ServerState::Failed(reason) => McpServerState::Failed(reason),
+                    ServerState::NeedsLogin(how) => McpServerState::NeedsLogin(how),
                     ServerState::Disabled => McpServerState::Disabled,
                 },
                 tool_count: s.tool_count,

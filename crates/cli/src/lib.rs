@@ -18,6 +18,7 @@ pub mod hosted;
 pub mod import;
 pub mod interactive;
 pub mod logging;
+pub mod mcp_login;
 pub mod model_catalog;
 pub mod model_refresh;
 pub mod plugin_panel;

@@ -51,6 +51,9 @@ pub struct McpConfig {
     pub problems: Vec<McpConfigError>,
     /// Accepted with a remark (an unknown key that is ignored).
     pub warnings: Vec<String>,
+    /// Where OAuth sign-ins of remote servers are kept (`<kimi home>/credentials/mcp`); `None`
+    /// turns OAuth off (a server asking for it then fails with a message).
+    pub token_dir: Option<crate::oauth::TokenDir>,
 }
 
 /// One file's servers and the entries of it that were refused.
@@ -207,7 +210,10 @@ pub fn config_files(kimi_home: &Path, cwd: &Path) -> [ConfigFile; 3] {
 /// empty. Project files' servers go to [`McpConfig::untrusted`] unless `trusted`. A bad file
 /// or entry is a problem that disables only itself.
 pub fn load_config(kimi_home: &Path, cwd: &Path, trusted: bool) -> McpConfig {
-    let mut config = McpConfig::default();
+    let mut config = McpConfig {
+        token_dir: Some(crate::oauth::TokenDir::in_home(kimi_home)),
+        ..McpConfig::default()
+    };
     for file in config_files(kimi_home, cwd) {
         let text = match read_optional(&file.path) {
             Ok(Some(text)) => text,

@@ -14,13 +14,20 @@
 //! Transports: stdio, streamable HTTP (rmcp's) and the legacy HTTP+SSE ([`sse`], our own, as
 //! rmcp has none).
 //!
-//! Not covered yet: OAuth (`auth: "oauth"`), reconnect-and-retry after a transport failure, image compression, the
+//! OAuth ([`oauth`]): a remote server that answers 401 (or says `auth: "oauth"`) shows as
+//! "needs login" and offers only `mcp__<server>__authenticate` until it is signed in; tokens
+//! are kept under `<kimi home>/credentials/mcp/` and refreshed by rmcp.
+//!
+//! Not covered yet: reconnect-and-retry after a transport failure, image compression, the
 //! trust prompt itself (the host asks and passes the answer to [`load_config`]).
 
+mod authenticate;
 pub mod config;
 pub mod manager;
 pub mod naming;
+pub mod oauth;
 pub mod output;
+mod remote;
 pub mod sse;
 pub mod tool;
 

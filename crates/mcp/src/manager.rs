@@ -5,7 +5,7 @@
 //! server that cannot start is a warning, never fatal.
 
 use std::collections::{HashMap, HashSet};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -13,6 +13,7 @@ use std::time::Duration;
 use kimi_tools::{LateTools, PendingSource};
 use rmcp::model::{ClientCapabilities, ClientConfig, Implementation, ProtocolVersion};
 use rmcp::service::RunningService;
+use rmcp::transport::auth::{AuthClient, AuthError};
 use rmcp::transport::{
     StreamableHttpClientTransport, TokioChildProcess,
     streamable_http_client::StreamableHttpClientTransportConfig,
@@ -21,8 +22,12 @@ use rmcp::{RoleClient, ServiceExt};
 use tokio::io::AsyncBufReadExt;
 use tokio::sync::watch;
 
-use crate::config::{McpConfig, RemoteConfig, ServerConfig, TransportConfig};
+use crate::authenticate::AuthenticateTool;
+use crate::config::{McpConfig, ServerConfig, TransportConfig};
 use crate::naming::{qualify_tool_name, sanitize_name_part};
+use crate::oauth::TokenDir;
+use crate::remote::{HandshakeError, Remote, remote_parts, stored_login};
+use crate::sse::SseConnectError;
 use crate::sse::SseTransport;
 use crate::tool::{Connection, McpTool, StderrTail};
 
@@ -47,6 +52,10 @@ pub enum ServerState {
     Connected,
     /// It did not start (or is not supported); the text says why and what to do.
     Failed(String),
+    /// A remote server that wants an OAuth sign-in first (`auth: "oauth"` with no stored
+    /// token, or a 401 answer); the text says how to sign in. Its only tool meanwhile is
+    /// `mcp__<server>__authenticate`.
+    NeedsLogin(String),
     /// `enabled: false` in its config.
     Disabled,
 }
@@ -94,9 +103,14 @@ struct Slots {
     warnings: Vec<String>,
 }
 
-struct Shared {
+pub(crate) struct Shared {
     slots: Mutex<Slots>,
     state: watch::Sender<McpState>,
+    /// What a later reconnect (after a sign-in) needs.
+    pub(crate) late: LateTools,
+    cwd: PathBuf,
+    env: HashMap<String, String>,
+    pub(crate) token_dir: Option<TokenDir>,
 }
 
 impl Shared {
@@ -137,22 +151,16 @@ struct Started {
 }
 
 /// A server whose process is spawned (or whose HTTP client is built), before the handshake.
-enum Launched {
+pub(crate) enum Launched {
     Stdio {
         transport: TokioChildProcess,
         command: String,
         drained: Option<tokio::task::JoinHandle<()>>,
     },
-    Http {
-        transport: StreamableHttpClientTransport<reqwest::Client>,
-        url: String,
-    },
-    /// The legacy SSE transport connects in the handshake (opening the stream is a request).
-    Sse {
-        client: reqwest::Client,
-        headers: reqwest::header::HeaderMap,
-        url: String,
-    },
+    /// Remote transports connect in the handshake, where a stored OAuth sign-in can be loaded.
+    Http(Remote),
+    /// The legacy SSE transport (opening the stream is a request).
+    Sse(Remote),
 }
 
 impl McpManager {
@@ -217,6 +225,10 @@ impl McpManager {
         let shared = Arc::new(Shared {
             slots: Mutex::new(slots),
             state,
+            late: late.clone(),
+            cwd: cwd.to_path_buf(),
+            env: env.clone(),
+            token_dir: config.token_dir.clone(),
         });
         shared.publish(&shared.lock());
         let servers: Vec<(&String, &ServerConfig)> = config.servers.iter().collect();
@@ -391,7 +403,7 @@ impl McpProgress {
 }
 
 /// The name prefix of a server's qualified tools (what a call to one of them starts with).
-fn server_prefix(name: &str) -> String {
+pub(crate) fn server_prefix(name: &str) -> String {
     let prefix = format!("mcp__{}__", sanitize_name_part(name));
     // Long names are cut and hashed by `qualify_tool_name`; keep only what survives the cut.
     prefix.chars().take(48).collect()
@@ -399,7 +411,7 @@ fn server_prefix(name: &str) -> String {
 
 /// The handshake of one server, bounded by its startup timeout; its slot and `late` learn the
 /// outcome.
-async fn connect_one(
+pub(crate) async fn connect_one(
     shared: Arc<Shared>,
     index: usize,
     name: String,
@@ -411,15 +423,18 @@ async fn connect_one(
     let limit = server.startup_timeout.unwrap_or(DEFAULT_STARTUP_TIMEOUT);
     tracing::info!(server = %name, transport = server.transport.kind(), "MCP server starting");
     let began = std::time::Instant::now();
-    let result = match tokio::time::timeout(limit, handshake(launched, &server, &stderr)).await {
+    let token_dir = shared.token_dir.clone();
+    let handshake = handshake(launched, &name, &server, token_dir.as_ref(), &stderr);
+    let result = match tokio::time::timeout(limit, handshake).await {
         Ok(result) => result,
-        Err(_) => Err(format!(
+        Err(_) => Err(HandshakeError::Failed(format!(
             "it did not finish starting within {} ms{}. Raise `startupTimeoutMs` in {} if it needs longer",
             limit.as_millis(),
             stderr.suffix(),
             server.source.display()
-        )),
+        ))),
     };
+    let authenticate = AuthenticateTool::qualified_name(&name);
     let mut slots = shared.lock();
     match result {
         Ok(started) => {
@@ -434,6 +449,8 @@ async fn connect_one(
             let tools = adapt_tools(&name, &server, &conn, started.tools, taken, warnings);
             let duration_ms = u64::try_from(began.elapsed().as_millis()).unwrap_or(u64::MAX);
             tracing::info!(server = %name, duration_ms, tools = tools.len(), "MCP server ready");
+            // After a sign-in the synthetic tool has done its work.
+            shared.late.remove(&authenticate);
             pending.supply(
                 tools
                     .iter()
@@ -447,7 +464,28 @@ async fn connect_one(
                 slot.service = Some(started.service);
             }
         }
-        Err(reason) => {
+        Err(HandshakeError::NeedsLogin { why, challenge }) => {
+            let reason = format!(
+                "{why}. Sign in with `kimi-rs mcp login {name}`, or ask kimi-rs to sign in (`/mcp-config login {name}`, which calls `{authenticate}`)"
+            );
+            tracing::info!(server = %name, "MCP server needs an OAuth sign-in");
+            slots
+                .warnings
+                .push(format!("MCP server `{name}` needs login: {reason}"));
+            let tool = AuthenticateTool::new(
+                Arc::clone(&shared),
+                index,
+                name.clone(),
+                server.clone(),
+                challenge,
+            );
+            pending.supply(vec![Arc::new(tool) as Arc<dyn kimi_tools::Tool>]);
+            if let Some(slot) = slots.servers.get_mut(index) {
+                slot.status.state = ServerState::NeedsLogin(reason);
+                slot.status.tool_count = 0;
+            }
+        }
+        Err(HandshakeError::Failed(reason)) => {
             tracing::warn!(server = %name, reason = %reason, "MCP server failed to start");
             drop(pending);
             slots
@@ -460,6 +498,46 @@ async fn connect_one(
         }
     }
     shared.publish(&slots);
+}
+
+/// Connect a server again (after a sign-in): the slot goes back to connecting, and the
+/// outcome lands like a first start's. Returns the slot's state afterwards.
+pub(crate) async fn reconnect(
+    shared: Arc<Shared>,
+    index: usize,
+    name: String,
+    server: ServerConfig,
+) -> ServerState {
+    let stderr = StderrTail::default();
+    let launched = launch(&server, &shared.cwd, &shared.env, &stderr);
+    {
+        let mut slots = shared.lock();
+        if let Some(slot) = slots.servers.get_mut(index) {
+            slot.status.state = match &launched {
+                Ok(_) => ServerState::Connecting,
+                Err(reason) => ServerState::Failed(reason.clone()),
+            };
+        }
+        shared.publish(&slots);
+    }
+    if let Ok((launched, _)) = launched {
+        let pending = shared.late.expect(server_prefix(&name));
+        connect_one(
+            Arc::clone(&shared),
+            index,
+            name,
+            server,
+            launched,
+            stderr,
+            pending,
+        )
+        .await;
+    }
+    shared
+        .lock()
+        .servers
+        .get(index)
+        .map_or(ServerState::Disabled, |slot| slot.status.state.clone())
 }
 
 fn client_info() -> ClientConfig {
@@ -480,15 +558,6 @@ fn launch(
     stderr: &StderrTail,
 ) -> Result<(Launched, Option<u32>), String> {
     let source = server.source.display();
-    if let TransportConfig::Http(remote) | TransportConfig::Sse(remote) = &server.transport
-        && remote.oauth
-    {
-        // Accepted in the file (it is Kimi Code's key), but the login flow is not there yet:
-        // say so instead of connecting without the credentials the server expects.
-        return Err(format!(
-            "`\"auth\": \"oauth\"` is not supported by kimi-rs yet (no MCP OAuth login). Put a token in `headers` or `bearerTokenEnvVar` in {source} instead"
-        ));
-    }
     match &server.transport {
         TransportConfig::Stdio {
             command,
@@ -525,32 +594,25 @@ fn launch(
             };
             Ok((launched, pid))
         }
-        TransportConfig::Http(remote) => {
-            let transport = http_transport(remote, env, &source.to_string())?;
-            let url = remote.url.clone();
-            Ok((Launched::Http { transport, url }, None))
-        }
-        TransportConfig::Sse(remote) => {
-            let (client, headers) = remote_client(remote, env, &source.to_string())?;
-            let url = remote.url.clone();
-            Ok((
-                Launched::Sse {
-                    client,
-                    headers,
-                    url,
-                },
-                None,
-            ))
-        }
+        TransportConfig::Http(remote) => Ok((
+            Launched::Http(remote_parts(remote, env, &source.to_string())?),
+            None,
+        )),
+        TransportConfig::Sse(remote) => Ok((
+            Launched::Sse(remote_parts(remote, env, &source.to_string())?),
+            None,
+        )),
     }
 }
 
 /// `initialize` and `tools/list`.
 async fn handshake(
     launched: Launched,
+    name: &str,
     server: &ServerConfig,
+    token_dir: Option<&TokenDir>,
     stderr: &StderrTail,
-) -> Result<Started, String> {
+) -> Result<Started, HandshakeError> {
     let source = server.source.display();
     let service = match launched {
         Launched::Stdio {
@@ -564,41 +626,114 @@ async fn handshake(
                 if let Some(task) = drained {
                     let _ = tokio::time::timeout(STDERR_DRAIN_LIMIT, task).await;
                 }
-                return Err(format!(
+                return Err(HandshakeError::Failed(format!(
                     "the MCP handshake with `{command}` failed: {e}{}. Check that it is an MCP stdio server and that `command`/`args` in {source} are right",
                     stderr.suffix()
-                ));
+                )));
             }
         },
-        Launched::Http { transport, url } => {
-            client_info().serve(transport).await.map_err(|e| {
-                format!(
-                    "connecting to {url} failed: {e}. Check that the server is running and that `url` in {source} is right"
-                )
-            })?
+        Launched::Http(remote) => {
+            let login = stored_login(&remote, name, token_dir).await?;
+            let mut headers = remote.headers;
+            let mut config = StreamableHttpClientTransportConfig::with_uri(remote.url.as_str());
+            // rmcp sets `Authorization` itself from `auth_header` (it refuses it among custom
+            // headers).
+            if let Some(value) = headers.remove(reqwest::header::AUTHORIZATION)
+                && let Some(token) = value.to_str().ok().and_then(|v| v.strip_prefix("Bearer "))
+            {
+                config = config.auth_header(token);
+            }
+            let custom: HashMap<_, _> = headers
+                .iter()
+                .map(|(name, value)| (name.clone(), value.clone()))
+                .collect();
+            let config = config.custom_headers(custom);
+            let served = match login {
+                Some(manager) => {
+                    let client = AuthClient::new(remote.client, manager);
+                    client_info()
+                        .serve(StreamableHttpClientTransport::with_client(client, config))
+                        .await
+                }
+                None => {
+                    client_info()
+                        .serve(StreamableHttpClientTransport::with_client(
+                            remote.client,
+                            config,
+                        ))
+                        .await
+                }
+            };
+            match served {
+                Ok(service) => service,
+                Err(e) => {
+                    if remote.oauth_allowed
+                        && token_dir.is_some()
+                        && let Some(challenge) = e.auth_challenge()
+                    {
+                        return Err(HandshakeError::NeedsLogin {
+                            why: format!("{} asks for an OAuth sign-in (HTTP 401)", remote.url),
+                            challenge: Some(challenge.to_owned()),
+                        });
+                    }
+                    return Err(HandshakeError::Failed(format!(
+                        "connecting to {} failed: {e}. Check that the server is running and that `url` in {source} is right",
+                        remote.url
+                    )));
+                }
+            }
         }
-        Launched::Sse {
-            client,
-            headers,
-            url,
-        } => {
+        Launched::Sse(remote) => {
             let fix = format!(
                 "Check that the server is running and that `url` in {source} is its SSE endpoint"
             );
-            let transport = SseTransport::connect(client, &url, headers)
-                .await
-                .map_err(|e| format!("{e}. {fix}"))?;
-            client_info()
-                .serve(transport)
-                .await
-                .map_err(|e| format!("the MCP handshake over SSE with {url} failed: {e}. {fix}"))?
+            let mut headers = remote.headers.clone();
+            if let Some(manager) = stored_login(&remote, name, token_dir).await? {
+                // The stream is opened once, so the token is taken (refreshed if due) now.
+                let token = manager.get_access_token().await.map_err(|e| match e {
+                    AuthError::AuthorizationRequired => HandshakeError::NeedsLogin {
+                        why: "its stored sign-in has expired and could not be refreshed".to_owned(),
+                        challenge: None,
+                    },
+                    other => HandshakeError::Failed(format!(
+                        "using its stored OAuth sign-in failed: {other}"
+                    )),
+                })?;
+                let value = reqwest::header::HeaderValue::from_str(&format!("Bearer {token}"))
+                    .map_err(|_| {
+                        "the stored OAuth token is not a valid HTTP header value; sign in again"
+                            .to_owned()
+                    })?;
+                headers.insert(reqwest::header::AUTHORIZATION, value);
+            }
+            let transport = match SseTransport::connect(remote.client, &remote.url, headers).await {
+                Ok(transport) => transport,
+                Err(SseConnectError::Unauthorized { url, challenge })
+                    if remote.oauth_allowed && token_dir.is_some() =>
+                {
+                    return Err(HandshakeError::NeedsLogin {
+                        why: format!("{url} asks for an OAuth sign-in (HTTP 401)"),
+                        challenge: Some(challenge).filter(|c| !c.is_empty()),
+                    });
+                }
+                Err(e) => return Err(HandshakeError::Failed(format!("{e}. {fix}"))),
+            };
+            client_info().serve(transport).await.map_err(|e| {
+                format!(
+                    "the MCP handshake over SSE with {} failed: {e}. {fix}",
+                    remote.url
+                )
+            })?
         }
     };
     let tools = match service.list_all_tools().await {
         Ok(tools) => tools,
         Err(e) => {
             let _ = service.cancel().await;
-            return Err(format!("listing its tools failed: {e}{}", stderr.suffix()));
+            return Err(HandshakeError::Failed(format!(
+                "listing its tools failed: {e}{}",
+                stderr.suffix()
+            )));
         }
     };
     Ok(Started { service, tools })
@@ -618,74 +753,6 @@ fn spawn_error(command: &str, dir: &Path, error: &std::io::Error, source: &str) 
         ),
         _ => format!("cannot run `{command}`: {error}. Check `command` and `cwd` in {source}"),
     }
-}
-
-/// The HTTP client and headers (`headers`, and `Authorization` from `bearerTokenEnvVar`) of a
-/// remote server.
-fn remote_client(
-    remote: &RemoteConfig,
-    env: &HashMap<String, String>,
-    source: &str,
-) -> Result<(reqwest::Client, reqwest::header::HeaderMap), String> {
-    use reqwest::header::{AUTHORIZATION, HeaderMap, HeaderName, HeaderValue};
-
-    // reqwest is built without a default TLS provider; install the same one the rest of
-    // kimi-rs uses (a no-op when another part of the program already did).
-    let _ = rustls::crypto::ring::default_provider().install_default();
-    let client = reqwest::Client::builder()
-        // The reference client disables idle pooling too: a half-read body on a pooled
-        // connection stalls the next request.
-        .pool_max_idle_per_host(0)
-        .build()
-        .map_err(|e| format!("cannot create the HTTP client: {e}"))?;
-    let mut headers = HeaderMap::new();
-    for (name, value) in &remote.headers {
-        let header = HeaderName::from_bytes(name.as_bytes())
-            .map_err(|_| format!("header name `{name}` in {source} is not a valid HTTP header"))?;
-        let value = HeaderValue::from_str(value).map_err(|_| {
-            format!("the value of header `{name}` in {source} is not a valid HTTP header value")
-        })?;
-        headers.insert(header, value);
-    }
-    if let Some(var) = &remote.bearer_token_env_var {
-        match env.get(var).filter(|token| !token.is_empty()) {
-            Some(token) => {
-                let value = HeaderValue::from_str(&format!("Bearer {token}")).map_err(|_| {
-                    format!("the token in `{var}` (its `bearerTokenEnvVar`) is not a valid HTTP header value")
-                })?;
-                headers.insert(AUTHORIZATION, value);
-            }
-            None => {
-                return Err(format!(
-                    "environment variable `{var}` (its `bearerTokenEnvVar`) is not set. Export it before starting kimi-rs, or remove `bearerTokenEnvVar` from {source}"
-                ));
-            }
-        }
-    }
-    Ok((client, headers))
-}
-
-fn http_transport(
-    remote: &RemoteConfig,
-    env: &HashMap<String, String>,
-    source: &str,
-) -> Result<StreamableHttpClientTransport<reqwest::Client>, String> {
-    let (client, mut headers) = remote_client(remote, env, source)?;
-    let mut config = StreamableHttpClientTransportConfig::with_uri(remote.url.as_str());
-    // rmcp sets `Authorization` itself from `auth_header` (it refuses it among custom headers).
-    if let Some(value) = headers.remove(reqwest::header::AUTHORIZATION)
-        && let Some(token) = value.to_str().ok().and_then(|v| v.strip_prefix("Bearer "))
-    {
-        config = config.auth_header(token);
-    }
-    let custom: HashMap<_, _> = headers
-        .iter()
-        .map(|(name, value)| (name.clone(), value.clone()))
-        .collect();
-    Ok(StreamableHttpClientTransport::with_client(
-        client,
-        config.custom_headers(custom),
-    ))
 }
 
 /// Wrap the server's tools, applying its filters and skipping names already taken by an

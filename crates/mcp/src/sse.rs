@@ -33,6 +33,22 @@ pub enum SseError {
     Encode(serde_json::Error),
 }
 
+/// Why the event stream could not be opened.
+#[derive(Debug, thiserror::Error)]
+pub enum SseConnectError {
+    /// HTTP 401: the server wants credentials (`challenge` is its `WWW-Authenticate`).
+    #[error("{url} answered the event-stream request with HTTP 401 Unauthorized")]
+    Unauthorized { url: String, challenge: String },
+    #[error("{0}")]
+    Other(String),
+}
+
+impl From<String> for SseConnectError {
+    fn from(message: String) -> Self {
+        SseConnectError::Other(message)
+    }
+}
+
 /// A connected SSE session: where to post, and what the stream delivered.
 pub struct SseTransport {
     client: reqwest::Client,
@@ -65,7 +81,7 @@ impl SseTransport {
         client: reqwest::Client,
         url: &str,
         headers: HeaderMap,
-    ) -> Result<SseTransport, String> {
+    ) -> Result<SseTransport, SseConnectError> {
         let base = reqwest::Url::parse(url).map_err(|e| format!("`{url}` is not a URL: {e}"))?;
         let response = client
             .get(base.clone())
@@ -75,12 +91,25 @@ impl SseTransport {
             .await
             .map_err(|e| format!("cannot open the event stream at {url}: {e}"))?;
         let status = response.status();
+        if status == reqwest::StatusCode::UNAUTHORIZED {
+            let challenge = response
+                .headers()
+                .get(reqwest::header::WWW_AUTHENTICATE)
+                .and_then(|v| v.to_str().ok())
+                .unwrap_or_default()
+                .to_owned();
+            return Err(SseConnectError::Unauthorized {
+                url: url.to_owned(),
+                challenge,
+            });
+        }
         if !status.is_success() {
             let body = response.text().await.unwrap_or_default();
             return Err(format!(
                 "{url} answered the event-stream request with HTTP {status}{}",
                 excerpt(&body)
-            ));
+            )
+            .into());
         }
         let is_sse = response
             .headers()
@@ -90,7 +119,7 @@ impl SseTransport {
         if !is_sse {
             return Err(format!(
                 "{url} did not answer with an event stream (no `text/event-stream` content type); if it is a streamable HTTP server, use `\"transport\": \"http\"`"
-            ));
+            ).into());
         }
         let mut events = SseStream::from_bytes_stream(response.bytes_stream());
         let endpoint = loop {
@@ -105,16 +134,19 @@ impl SseTransport {
                     if joined.origin() != base.origin() {
                         return Err(format!(
                             "the server named an endpoint on another origin ({joined}); refusing to send messages there"
-                        ));
+                        ).into());
                     }
                     break joined.to_string();
                 }
                 Some(Ok(_)) => {}
-                Some(Err(e)) => return Err(format!("the event stream from {url} broke: {e}")),
+                Some(Err(e)) => {
+                    return Err(format!("the event stream from {url} broke: {e}").into());
+                }
                 None => {
                     return Err(format!(
                         "the event stream from {url} ended before it named its message endpoint"
-                    ));
+                    )
+                    .into());
                 }
             }
         };

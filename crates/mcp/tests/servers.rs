@@ -393,6 +393,7 @@ async fn failing_servers_are_warnings_and_the_others_still_work() -> TestResult 
                 ServerState::Connecting => "connecting",
                 ServerState::Connected => "connected",
                 ServerState::Failed(_) => "failed",
+                ServerState::NeedsLogin(_) => "needs login",
                 ServerState::Disabled => "disabled",
             };
             (s.name, kind, s.tool_count > 0)
@@ -591,7 +592,7 @@ async fn streamable_http_with_headers_and_bearer_token() -> TestResult {
 }
 
 #[tokio::test]
-async fn an_oauth_server_is_refused_saying_what_to_use_instead() -> TestResult {
+async fn an_oauth_server_without_a_credentials_folder_says_oauth_is_off() -> TestResult {
     let (url, _state) = http_fixture().await?;
     let mut server = remote(url.clone());
     server.transport = TransportConfig::Http(RemoteConfig {
@@ -603,8 +604,7 @@ async fn an_oauth_server_is_refused_saying_what_to_use_instead() -> TestResult {
     let h = connect_env(&config(vec![("web", server)]), &HashMap::new()).await?;
     assert_eq!(h.warnings.len(), 1);
     assert!(
-        h.warnings[0].contains("`\"auth\": \"oauth\"` is not supported by kimi-rs yet")
-            && h.warnings[0].contains("bearerTokenEnvVar"),
+        h.warnings[0].contains("needs an OAuth sign-in, and OAuth is off"),
         "{:?}",
         h.warnings
     );

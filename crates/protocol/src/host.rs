@@ -50,6 +50,8 @@ pub enum McpServerState {
     Connected,
     /// Not started; the text says why.
     Failed(String),
+    /// A remote server waiting for an OAuth sign-in; the text says how to sign in.
+    NeedsLogin(String),
     /// `enabled: false` in its config.
     Disabled,
 }

@@ -136,6 +136,15 @@ impl LateTools {
         });
     }
 
+    /// Withdraw a tool (an MCP server's sign-in tool once the server is connected).
+    pub fn remove(&self, name: &str) {
+        self.change(|state| {
+            let before = state.tools.len();
+            state.tools.retain(|t| t.name() != name);
+            state.tools.len() != before
+        });
+    }
+
     /// Changes with every addition or resolved source.
     pub fn version(&self) -> u64 {
         *self.inner.version.borrow()

@@ -31,6 +31,7 @@ fn state_label(state: &McpServerState) -> &'static str {
         McpServerState::Connecting => "connecting",
         McpServerState::Connected => "connected",
         McpServerState::Failed(_) => "failed",
+        McpServerState::NeedsLogin(_) => "needs login",
         McpServerState::Disabled => "disabled",
     }
 }
@@ -38,7 +39,7 @@ fn state_label(state: &McpServerState) -> &'static str {
 /// Failures first, then connecting, connected and disabled servers; by name within each.
 fn sorted(servers: &[McpServerEntry]) -> Vec<&McpServerEntry> {
     let rank = |s: &McpServerEntry| match s.state {
-        McpServerState::Failed(_) => 0,
+        McpServerState::Failed(_) | McpServerState::NeedsLogin(_) => 0,
         McpServerState::Connecting => 1,
         McpServerState::Connected => 2,
         McpServerState::Disabled => 3,
@@ -52,7 +53,9 @@ fn tools_text(server: &McpServerEntry) -> String {
     match server.state {
         McpServerState::Connected => plural(server.tool_count, "tool"),
         McpServerState::Connecting => "…".to_owned(),
-        McpServerState::Failed(_) | McpServerState::Disabled => "—".to_owned(),
+        McpServerState::Failed(_) | McpServerState::NeedsLogin(_) | McpServerState::Disabled => {
+            "—".to_owned()
+        }
     }
 }
 
@@ -74,6 +77,10 @@ fn summary(servers: &[McpServerEntry]) -> String {
             "connecting",
         ),
         (count(|s| matches!(s, McpServerState::Failed(_))), "failed"),
+        (
+            count(|s| matches!(s, McpServerState::NeedsLogin(_))),
+            "need login",
+        ),
         (count(|s| matches!(s, McpServerState::Disabled)), "disabled"),
     ] {
         if n > 0 {
@@ -140,7 +147,7 @@ fn rows(status: &McpStatus, t: &Theme) -> Vec<Vec<(String, Style)>> {
     for s in &servers {
         let state_style = match s.state {
             McpServerState::Connected => t.success,
-            McpServerState::Connecting => t.warning,
+            McpServerState::Connecting | McpServerState::NeedsLogin(_) => t.warning,
             McpServerState::Failed(_) => t.error,
             McpServerState::Disabled => t.text_dim,
         };
@@ -158,6 +165,13 @@ fn rows(status: &McpStatus, t: &Theme) -> Vec<Vec<(String, Style)>> {
             rows.push(vec![
                 ("    error: ".to_owned(), t.text_dim),
                 (reason, t.error),
+            ]);
+        }
+        if let McpServerState::NeedsLogin(how) = &s.state {
+            let how = how.split_whitespace().collect::<Vec<_>>().join(" ");
+            rows.push(vec![
+                ("    login: ".to_owned(), t.text_dim),
+                (how, t.warning),
             ]);
         }
     }

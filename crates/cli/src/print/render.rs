@@ -120,6 +120,9 @@ pub struct TextWriter<O: Write, E: Write> {
     thinking: BlockWriter,
     /// The answer of the attempt under way, printed when its response is complete.
     answer: String,
+    /// Running MCP sign-in calls (`mcp__<server>__authenticate`): their progress is the URL the
+    /// user must open, so it is shown although other tool traffic is not.
+    sign_ins: Vec<String>,
 }
 
 impl<O: Write, E: Write> TextWriter<O, E> {
@@ -135,6 +138,7 @@ impl<O: Write, E: Write> TextWriter<O, E> {
             assistant: BlockWriter::new(stdout_columns),
             thinking: BlockWriter::new(stderr_columns),
             answer: String::new(),
+            sign_ins: Vec::new(),
         }
     }
 
@@ -205,6 +209,16 @@ impl<O: Write, E: Write> TurnWriter for TextWriter<O, E> {
                     "retrying: attempt {failed_attempt}/{max_attempts} failed: {error_message} — attempt {next_attempt}/{max_attempts} in {:.1} s",
                     *delay_ms as f64 / 1000.0
                 )
+            }
+            Event::ToolStarted { call }
+                if call.name.starts_with("mcp__") && call.name.ends_with("__authenticate") =>
+            {
+                self.sign_ins.push(call.id.clone());
+                Ok(())
+            }
+            Event::ToolProgress { tool_call_id, text } if self.sign_ins.contains(tool_call_id) => {
+                write!(self.stderr, "{text}")?;
+                self.stderr.flush()
             }
             // Tool traffic stays off the human transcript, as in the reference.
             Event::TurnStarted { .. }

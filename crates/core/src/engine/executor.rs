@@ -17,7 +17,8 @@ use kimi_tools::args::{ArgsValidator, Preflight, RawArgs};
 use kimi_tools::result::truncate_for_model;
 use kimi_tools::scheduler::Scheduler;
 use kimi_tools::{
-    Execution, ProgressSink, Resolution, ToolContext, ToolPlan, ToolRegistry, ToolResult,
+    Execution, ProgressSink, Resolution, ToolContext, ToolPlan, ToolProgress, ToolRegistry,
+    ToolResult,
 };
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
@@ -93,6 +94,8 @@ pub trait BatchHost: Send + Sync {
     }
     /// The call ran: journal what it changed (`checkpoint.step`).
     async fn after_run(&self, _call: &ToolCall, _ticket: Option<crate::checkpoint::Ticket>) {}
+    /// A status line the running call reported (an MCP sign-in's URL): tell the front ends.
+    fn progress(&self, _call: &ToolCall, _text: &str) {}
 }
 
 pub struct BatchEnv<'a> {
@@ -379,15 +382,32 @@ pub async fn run_batch(
             // taking the whole agent down. The checkpoint brackets the run, panic or not.
             let run = async move {
                 let ticket = host.before_run(call, &plan).await;
-                let result =
-                    std::panic::AssertUnwindSafe(exec.execute(ctx, token, ProgressSink::none()))
-                        .catch_unwind()
-                        .await
-                        .unwrap_or_else(|payload| {
-                            let message = panic_message(payload.as_ref());
-                            tracing::error!(tool = %name, %message, "tool panicked");
-                            ToolResult::error(executor_text::failed(&name, &message))
-                        });
+                // Status lines reach the front ends while the call runs (Bash's output
+                // stream is not forwarded: its result carries it).
+                let (tx, mut updates) = tokio::sync::mpsc::unbounded_channel();
+                let forward = |update: ToolProgress| {
+                    if let ToolProgress::Status(text) = update {
+                        host.progress(call, &text);
+                    }
+                };
+                let execution =
+                    std::panic::AssertUnwindSafe(exec.execute(ctx, token, ProgressSink::new(tx)))
+                        .catch_unwind();
+                tokio::pin!(execution);
+                let outcome = loop {
+                    tokio::select! {
+                        Some(update) = updates.recv() => forward(update),
+                        outcome = &mut execution => break outcome,
+                    }
+                };
+                while let Ok(update) = updates.try_recv() {
+                    forward(update);
+                }
+                let result = outcome.unwrap_or_else(|payload| {
+                    let message = panic_message(payload.as_ref());
+                    tracing::error!(tool = %name, %message, "tool panicked");
+                    ToolResult::error(executor_text::failed(&name, &message))
+                });
                 host.after_run(call, ticket).await;
                 result
             };

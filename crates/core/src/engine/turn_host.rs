@@ -266,6 +266,13 @@ impl BatchHost for TurnHost<'_> {
         self.rt.emit(Event::ToolStarted { call: call.clone() });
     }
 
+    fn progress(&self, call: &ToolCall, text: &str) {
+        self.rt.emit(Event::ToolProgress {
+            tool_call_id: call.id.clone(),
+            text: format!("{text}\n"),
+        });
+    }
+
     fn finished(&self, call: &ToolCall, result: &ToolResult) {
         if let Some(goals) = &self.rt.config.goal {
             goals.tool_finished(self.turn_id);

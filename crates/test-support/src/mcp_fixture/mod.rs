@@ -2,6 +2,7 @@
 //! ([`proto`], also served in-process over streamable HTTP by the tests) and the path of its
 //! stdio binary, `kimi-mcp-fixture`, which lives in this crate so it never ships with kimi-mcp.
 
+pub mod oauth;
 pub mod proto;
 
 use std::path::PathBuf;

@@ -145,6 +145,29 @@ fn mcp_panel_lists_servers_with_state_and_tools() {
 }
 
 #[test]
+fn mcp_panel_shows_a_server_that_needs_login_and_how_to_sign_in() {
+    let mut h = Harness::new();
+    let mut status = servers();
+    status.servers.push(McpServerEntry {
+        name: "linear".into(),
+        transport: "http".into(),
+        state: McpServerState::NeedsLogin(
+            "it asks for an OAuth sign-in (HTTP 401). Sign in with `kimi-rs mcp login linear`"
+                .into(),
+        ),
+        tool_count: 0,
+    });
+    h.event(Event::McpStatus { status });
+    let text = h.app.transcript_markdown();
+    assert!(text.contains("linear  needs login  http"), "{text}");
+    assert!(
+        text.contains("login: it asks for an OAuth sign-in (HTTP 401). Sign in with `kimi-rs mcp login linear`"),
+        "{text}"
+    );
+    assert!(text.contains("1 need login"), "{text}");
+}
+
+#[test]
 fn mcp_panel_lists_what_did_not_load_under_the_servers() {
     let mut h = Harness::new();
     let mut status = servers();
