@@ -175,6 +175,10 @@ async fn pump(
                     status: AgentStatus::AwaitingApproval { .. },
                 } => unsettled = Some(call),
                 Event::ApprovalRequested(request) if request.tool_call_id == call => {}
+                // The call's diff comes right after its announcement, before either.
+                Event::ToolDiff { tool_call_id, .. } if *tool_call_id == call => {
+                    unsettled = Some(call);
+                }
                 _ => notify(&cx, &session_id, convert::tool_running(&call)),
             }
         }
