@@ -230,7 +230,10 @@ impl App {
             return Line::styled(truncate(hint, width), t.warning);
         }
         let mut parts = Vec::new();
-        let custom = self.status_command.as_ref().and_then(|c| c.line());
+        let custom = self
+            .status_command
+            .as_ref()
+            .and_then(crate::status_command::StatusCommand::line);
         let items: &[String] = if custom.is_some() {
             &[]
         } else {
