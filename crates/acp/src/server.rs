@@ -12,13 +12,19 @@ use std::sync::{Arc, Mutex, PoisonError};
 use agent_client_protocol::v1::ConnectionTo;
 use agent_client_protocol::v1::schema::SessionUpdate;
 use agent_client_protocol::v1::schema::{
-    AgentCapabilities, AuthMethod, AuthMethodTerminal, AuthenticateRequest, AuthenticateResponse,
-    CancelNotification, CloseSessionRequest, CloseSessionResponse, ContentBlock, CurrentModeUpdate,
-    Implementation, InitializeRequest, InitializeResponse, LoadSessionRequest, LoadSessionResponse,
+    AgentAuthCapabilities, AgentCapabilities, AuthMethod, AuthMethodTerminal, AuthenticateRequest,
+    AuthenticateResponse, CancelNotification, CloseSessionRequest, CloseSessionResponse,
+    ConfigOptionUpdate, ContentBlock, CurrentModeUpdate, DeleteSessionRequest,
+    DeleteSessionResponse, ForkSessionRequest, ForkSessionResponse, Implementation,
+    InitializeRequest, InitializeResponse, ListSessionsRequest, ListSessionsResponse,
+    LoadSessionRequest, LoadSessionResponse, LogoutCapabilities, LogoutRequest, LogoutResponse,
     McpCapabilities, NewSessionRequest, NewSessionResponse, PromptCapabilities, PromptRequest,
-    PromptResponse, RequestPermissionOutcome, RequestPermissionRequest, SessionCapabilities,
-    SessionCloseCapabilities, SessionNotification, SetSessionModeRequest, SetSessionModeResponse,
-    StopReason, TextContent, ToolCallContent, ToolCallStatus, ToolCallUpdate, ToolCallUpdateFields,
+    PromptResponse, RequestPermissionOutcome, RequestPermissionRequest, ResumeSessionRequest,
+    ResumeSessionResponse, SessionCapabilities, SessionCloseCapabilities, SessionConfigOption,
+    SessionDeleteCapabilities, SessionForkCapabilities, SessionInfo, SessionListCapabilities,
+    SessionNotification, SessionResumeCapabilities, SetSessionConfigOptionRequest,
+    SetSessionConfigOptionResponse, SetSessionModeRequest, SetSessionModeResponse, StopReason,
+    TextContent, ToolCallContent, ToolCallStatus, ToolCallUpdate, ToolCallUpdateFields,
 };
 use agent_client_protocol::{Agent, ByteStreams, Client, Error as AcpError};
 use kimi_core::engine::agent::AgentHandle;
@@ -29,7 +35,9 @@ use kimi_protocol::ops::{
 use tokio::sync::{mpsc, oneshot};
 use tokio_util::compat::{TokioAsyncReadCompatExt, TokioAsyncWriteCompatExt};
 
+use crate::config::{SetSessionModelRequest, SetSessionModelResponse};
 use crate::convert;
+use crate::editor_fs::{EditorFs, FsCapabilities};
 use kimi_core::host::SessionHost;
 
 /// How a prompt's turn ended.
@@ -167,6 +175,10 @@ async fn pump(
                     status: AgentStatus::AwaitingApproval { .. },
                 } => unsettled = Some(call),
                 Event::ApprovalRequested(request) if request.tool_call_id == call => {}
+                // The call's diff comes right after its announcement, before either.
+                Event::ToolDiff { tool_call_id, .. } if *tool_call_id == call => {
+                    unsettled = Some(call);
+                }
                 _ => notify(&cx, &session_id, convert::tool_running(&call)),
             }
         }
@@ -263,6 +275,15 @@ async fn pump(
                     let _ = waiter.send(Err(message));
                 }
             }
+            Event::ModelChanged { .. } => {
+                if let Some(options) = crate::config::options(&live.handle, None) {
+                    notify(
+                        &cx,
+                        &session_id,
+                        SessionUpdate::ConfigOptionUpdate(ConfigOptionUpdate::new(options)),
+                    );
+                }
+            }
             Event::Warning { message } | Event::Error { message } => {
                 tracing::warn!("session {session_id}: {message}");
             }
@@ -297,6 +318,8 @@ struct Started {
     id: String,
     mode: &'static str,
     commands: Vec<(String, String)>,
+    /// The model and thinking options (`None` when the session cannot switch models).
+    config: Option<Vec<SessionConfigOption>>,
 }
 
 impl Started {
@@ -308,8 +331,6 @@ impl Started {
     }
 }
 
-/// Open a session through the host and start its event pump; a loaded session's stored
-/// conversation is replayed to the editor first.
 /// A session that could not be set up because the model needs the Kimi login and there is
 /// none is ACP's "auth required" (-32000), so the editor offers its login; anything else is
 /// an internal error.
@@ -325,21 +346,76 @@ fn open_error(err: &kimi_core::host::HostError, login: &LoginCheck) -> AcpError 
     }
 }
 
+/// What every handler shares: the host, this connection's sessions, the login check and what
+/// the editor said it can do with files.
+struct Shared {
+    host: Arc<SessionHost>,
+    sessions: Sessions,
+    login: LoginCheck,
+    logout: LogoutAction,
+    fs: Mutex<FsCapabilities>,
+}
+
+impl Shared {
+    fn live(&self, id: &str) -> Result<Arc<Live>, AcpError> {
+        lock(&self.sessions)
+            .get(id)
+            .cloned()
+            .ok_or_else(|| no_session(id))
+    }
+}
+
+/// How a session is opened: new, loaded (its conversation replayed to the editor) or resumed
+/// (not replayed: the editor shows it already).
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Opening {
+    New,
+    Load,
+    Resume,
+}
+
+/// Open a session through the host and start its event pump; a loaded session's stored
+/// conversation is replayed to the editor first.
 fn open(
-    host: &SessionHost,
+    shared: &Shared,
     cx: &ConnectionTo<Client>,
-    sessions: &Sessions,
-    (cwd, resume): (&Path, Resume),
+    (cwd, resume, opening): (&Path, Resume, Opening),
     servers: serde_json::Value,
-    login: &LoginCheck,
 ) -> Result<Started, AcpError> {
-    let loading = matches!(resume, Resume::Id(_));
-    let opened = host
-        .open(cwd, resume, Some(&servers))
-        .map_err(|err| open_error(&err, login))?;
+    if let Resume::Id(id) = &resume
+        && lock(&shared.sessions).contains_key(id)
+    {
+        return Err(
+            AcpError::invalid_params().data(serde_json::Value::from(format!(
+                "session {id} is already open on this connection"
+            ))),
+        );
+    }
+    let fs = *shared.fs.lock().unwrap_or_else(PoisonError::into_inner);
+    // The editor's files for Read, Edit and Write when it offers them; the session id is
+    // known once the session is open.
+    let session_cell: Arc<std::sync::OnceLock<String>> = Arc::default();
+    let wrap: Option<kimi_core::session::EnvironmentWrap> = fs.any().then(|| {
+        let (cx, cell) = (cx.clone(), session_cell.clone());
+        let runtime = tokio::runtime::Handle::current();
+        Arc::new(move |inner: Arc<dyn kimi_tools::Environment>| {
+            Arc::new(EditorFs::new(
+                inner,
+                cx.clone(),
+                runtime.clone(),
+                cell.clone(),
+                fs,
+            )) as Arc<dyn kimi_tools::Environment>
+        }) as kimi_core::session::EnvironmentWrap
+    });
+    let opened = shared
+        .host
+        .open_with(cwd, resume, Some(&servers), wrap)
+        .map_err(|err| open_error(&err, &shared.login))?;
     let mode = mode_of(&opened.agent.handle);
     let id = opened.session.state.id.clone();
-    if loading {
+    let _ = session_cell.set(id.clone());
+    if opening == Opening::Load {
         let history = opened
             .agent
             .handle
@@ -352,13 +428,106 @@ fn open(
             notify(cx, &id, update);
         }
     }
-    start(cx, sessions, opened, cwd);
-    let mut commands = host.commands(&id);
+    let config = crate::config::options(&opened.agent.handle, None);
+    start(cx, &shared.sessions, opened, cwd);
+    let mut commands = shared.host.commands(&id);
     commands.push((
         crate::rewind::COMMAND.0.to_owned(),
         crate::rewind::COMMAND.1.to_owned(),
     ));
-    Ok(Started { commands, id, mode })
+    Ok(Started {
+        commands,
+        id,
+        mode,
+        config,
+    })
+}
+
+/// Stop a session of this connection: prompts still running or waiting end as cancelled, the
+/// agent stops and closes its journal (bounded wait), then `done` runs.
+fn stop_session(
+    shared: &Shared,
+    cx: &ConnectionTo<Client>,
+    id: String,
+    done: impl FnOnce() -> Result<(), AcpError> + Send + 'static,
+) -> Result<(), AcpError> {
+    let Some(live) = lock(&shared.sessions).remove(&id) else {
+        return Err(no_session(&id));
+    };
+    for waiter in live.waiters().queued.drain(..) {
+        let _ = waiter.send(Outcome {
+            reason: TurnEndReason::Cancelled,
+            error: None,
+        });
+    }
+    live.handle.send(Op::Cancel { queued: true });
+    live.handle.send(Op::Shutdown);
+    shared.host.release(&id);
+    let join = live
+        .join
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner)
+        .take();
+    cx.spawn(async move {
+        if let Some(join) = join
+            && tokio::time::timeout(std::time::Duration::from_secs(10), join)
+                .await
+                .is_err()
+        {
+            tracing::warn!("session {id} did not stop within 10 s of being closed");
+        }
+        // The agent has stopped: the pump has nothing left to forward, and it holds the
+        // session's journal open until it goes.
+        let pump = live
+            .pump
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .take();
+        if let Some(pump) = pump {
+            pump.abort();
+            let _ = pump.await;
+        }
+        drop(live);
+        done()
+    })
+}
+
+/// `session/list`: stored sessions (not archived), newest first, those of `cwd` only when given.
+fn list(shared: &Shared, request: &ListSessionsRequest) -> Result<ListSessionsResponse, AcpError> {
+    let all = shared
+        .host
+        .list_sessions(request.cwd.as_deref())
+        .map_err(|err| AcpError::internal_error().data(serde_json::Value::from(err.to_string())))?;
+    let sessions = all
+        .into_iter()
+        .filter(|s| !s.archived && (request.cwd.is_none() || s.this_dir))
+        .filter_map(|s| {
+            let cwd = PathBuf::from(s.cwd?);
+            let mut info = SessionInfo::new(s.id, cwd).title(s.title);
+            if let Some(at) = i64::try_from(s.updated_at)
+                .ok()
+                .and_then(chrono::DateTime::from_timestamp_millis)
+            {
+                info = info.updated_at(at.to_rfc3339_opts(chrono::SecondsFormat::Millis, true));
+            }
+            Some(info)
+        })
+        .collect();
+    Ok(ListSessionsResponse::new(sessions))
+}
+
+/// The model/thinking option `id` set to `value` on a session of this connection; returns
+/// the options as they are with it.
+fn set_option(
+    shared: &Shared,
+    session: &str,
+    id: &str,
+    value: &str,
+) -> Result<Vec<SessionConfigOption>, AcpError> {
+    let live = shared.live(session)?;
+    crate::config::apply(&live.handle, id, value)
+        .map_err(|why| AcpError::invalid_params().data(serde_json::Value::from(why)))?;
+    Ok(crate::config::options(&live.handle, Some((id, value))).unwrap_or_default())
 }
 
 fn stop_reason(
@@ -383,34 +552,182 @@ fn stop_reason(
     }
 }
 
-/// Serve ACP over `reader`/`writer` (stdin/stdout for `kimi-rs acp`) until the editor closes
-/// the connection.
 /// Whether the Kimi account login is in place (`authenticate`): `Err` says what to do.
 pub type LoginCheck = Arc<dyn Fn() -> Result<(), String> + Send + Sync>;
+
+/// Drop the stored Kimi login (ACP `logout`): `Err` says what went wrong.
+pub type LogoutAction = Arc<dyn Fn() -> Result<(), String> + Send + Sync>;
 
 /// The one auth method: the editor runs `kimi-rs acp --login` in a terminal (ACP "terminal
 /// auth"), then calls `authenticate` with this id.
 pub const LOGIN_METHOD: &str = "login";
 
+fn initialize(shared: &Shared, request: &InitializeRequest) -> InitializeResponse {
+    let fs = &request.client_capabilities.fs;
+    *shared.fs.lock().unwrap_or_else(PoisonError::into_inner) = FsCapabilities {
+        read: fs.read_text_file,
+        write: fs.write_text_file,
+    };
+    InitializeResponse::new(
+        request
+            .protocol_version
+            .min(agent_client_protocol::schema::ProtocolVersion::LATEST),
+    )
+    .agent_capabilities(
+        AgentCapabilities::new()
+            .load_session(true)
+            .session_capabilities(
+                SessionCapabilities::new()
+                    .close(SessionCloseCapabilities::new())
+                    .list(SessionListCapabilities::new())
+                    .resume(SessionResumeCapabilities::new())
+                    .delete(SessionDeleteCapabilities::new())
+                    .fork(SessionForkCapabilities::new()),
+            )
+            .auth(AgentAuthCapabilities::new().logout(LogoutCapabilities::new()))
+            .mcp_capabilities(McpCapabilities::new().http(true).sse(false))
+            .prompt_capabilities(
+                PromptCapabilities::new()
+                    .image(true)
+                    .audio(false)
+                    .embedded_context(true),
+            ),
+    )
+    .agent_info(Implementation::new("kimi-rs", env!("CARGO_PKG_VERSION")))
+    .auth_methods(vec![AuthMethod::Terminal(
+        AuthMethodTerminal::new(LOGIN_METHOD, "Log in to Kimi Code")
+            .description("Opens a terminal running the Kimi account device login".to_owned())
+            .args(vec!["--login".to_owned()]),
+    )])
+}
+
+fn prompt(
+    shared: &Shared,
+    request: PromptRequest,
+    responder: agent_client_protocol::Responder<PromptResponse, agent_client_protocol::V1>,
+    cx: &ConnectionTo<Client>,
+) -> Result<(), AcpError> {
+    let id = request.session_id.0.to_string();
+    let live = match shared.live(&id) {
+        Ok(live) => live,
+        Err(err) => return responder.respond_with_error(err),
+    };
+    let input = convert::prompt_parts(request.prompt);
+    let text = input.iter().find_map(kimi_protocol::ContentPart::as_text);
+    if let Some(parsed) = text.and_then(crate::rewind::parse) {
+        let (turns, scope, force) = match parsed {
+            Ok(args) => args,
+            Err(why) => {
+                return responder.respond_with_error(
+                    AcpError::invalid_params().data(serde_json::Value::from(why)),
+                );
+            }
+        };
+        let (tx, rx) = oneshot::channel();
+        live.waiters().rewinds.push_back(tx);
+        live.handle.send(Op::Rewind {
+            turns,
+            scope,
+            force,
+        });
+        let (cx2, sid) = (cx.clone(), id);
+        return cx.spawn(async move {
+            let text = match rx.await {
+                Ok(Ok(report)) => crate::rewind::summary(&report),
+                Ok(Err(message)) => format!("Rewind failed: {message}"),
+                Err(_) => "The session stopped before the rewind finished.".to_owned(),
+            };
+            notify(&cx2, &sid, convert::agent_text(&text));
+            responder.respond(PromptResponse::new(StopReason::EndTurn))
+        });
+    }
+    if input.is_empty() {
+        return responder.respond_with_error(AcpError::invalid_params().data(
+            serde_json::Value::from("the prompt has no text or image to send"),
+        ));
+    }
+    let submit = match shared.host.prepare(
+        &id,
+        Op::Submit {
+            input,
+            origin: None,
+            prompt_id: None,
+        },
+    ) {
+        Ok(op) => op,
+        Err(err) => {
+            return responder.respond_with_error(
+                AcpError::invalid_params().data(serde_json::Value::from(err.to_string())),
+            );
+        }
+    };
+    let (tx, rx) = oneshot::channel();
+    live.waiters().queued.push_back(tx);
+    live.handle.send(submit);
+    cx.spawn(async move {
+        match stop_reason(rx.await) {
+            Ok(stop) => responder.respond(PromptResponse::new(stop)),
+            Err(err) => responder.respond_with_error(err),
+        }
+    })
+}
+
+fn set_mode(shared: &Shared, request: &SetSessionModeRequest) -> Result<(), AcpError> {
+    let live = shared.live(&request.session_id.0)?;
+    let choice = convert::mode_from_id(&request.mode_id.0)
+        .map_err(|message| AcpError::invalid_params().data(serde_json::Value::from(message)))?;
+    let plan = choice.is_none();
+    if plan || mode_of(&live.handle) == "plan" {
+        live.handle.send(Op::SetPlanMode { enabled: plan });
+    }
+    if let Some(mode) = choice {
+        live.handle.send(Op::SetPermissionMode { mode });
+    }
+    *live.mode.lock().unwrap_or_else(PoisonError::into_inner) = convert::MODES
+        .iter()
+        .find(|m| m.0 == &*request.mode_id.0)
+        .map_or("default", |m| m.0);
+    Ok(())
+}
+
+fn rpc_error(err: kimi_core::host::HostError) -> AcpError {
+    AcpError::invalid_params().data(serde_json::Value::from(err.to_string()))
+}
+
+/// Serve ACP over `reader`/`writer` (stdin/stdout for `kimi-rs acp`) until the editor closes
+/// the connection.
 pub async fn serve(
     host: Arc<SessionHost>,
     reader: impl tokio::io::AsyncRead + Send + Unpin + 'static,
     writer: impl tokio::io::AsyncWrite + Send + Unpin + 'static,
     login: LoginCheck,
+    logout: LogoutAction,
 ) -> Result<(), AcpError> {
-    let sessions: Sessions = Arc::default();
-    let (new_login, load_login) = (login.clone(), login.clone());
-    let new_host = host.clone();
-    let prompt_host = host.clone();
-    let load_host = host.clone();
-    let close_host = host;
-    let (s_new, s_load, s_prompt, s_cancel, s_mode, s_close) = (
-        sessions.clone(),
-        sessions.clone(),
-        sessions.clone(),
-        sessions.clone(),
-        sessions.clone(),
-        sessions.clone(),
+    let shared = Arc::new(Shared {
+        host,
+        sessions: Arc::default(),
+        login,
+        logout,
+        fs: Mutex::default(),
+    });
+    let (s1, s2, s3, s4, s5, s6, s7) = (
+        shared.clone(),
+        shared.clone(),
+        shared.clone(),
+        shared.clone(),
+        shared.clone(),
+        shared.clone(),
+        shared.clone(),
+    );
+    let (s8, s9, s10, s11, s12, s13, s14, s15) = (
+        shared.clone(),
+        shared.clone(),
+        shared.clone(),
+        shared.clone(),
+        shared.clone(),
+        shared.clone(),
+        shared.clone(),
+        shared.clone(),
     );
     let transport = ByteStreams::new(writer.compat_write(), reader.compat());
     let result = Agent
@@ -418,35 +735,7 @@ pub async fn serve(
         .name("kimi-rs")
         .on_receive_request(
             async move |request: InitializeRequest, responder, _cx| {
-                responder.respond(
-                    InitializeResponse::new(
-                        request
-                            .protocol_version
-                            .min(agent_client_protocol::schema::ProtocolVersion::LATEST),
-                    )
-                    .agent_capabilities(
-                        AgentCapabilities::new()
-                            .load_session(true)
-                            .session_capabilities(
-                                SessionCapabilities::new().close(SessionCloseCapabilities::new()),
-                            )
-                            .mcp_capabilities(McpCapabilities::new().http(true).sse(false))
-                            .prompt_capabilities(
-                                PromptCapabilities::new()
-                                    .image(true)
-                                    .audio(false)
-                                    .embedded_context(true),
-                            ),
-                    )
-                    .agent_info(Implementation::new("kimi-rs", env!("CARGO_PKG_VERSION")))
-                    .auth_methods(vec![AuthMethod::Terminal(
-                        AuthMethodTerminal::new(LOGIN_METHOD, "Log in to Kimi Code")
-                            .description(
-                                "Opens a terminal running the Kimi account device login".to_owned(),
-                            )
-                            .args(vec!["--login".to_owned()]),
-                    )]),
-                )
+                responder.respond(initialize(&s1, &request))
             },
             agent_client_protocol::on_receive_request!(),
         )
@@ -460,7 +749,7 @@ pub async fn serve(
                         )),
                     ));
                 }
-                match login() {
+                match (s2.login)() {
                     Ok(()) => responder.respond(AuthenticateResponse::new()),
                     Err(message) => responder.respond_with_error(
                         AcpError::auth_required().data(serde_json::Value::from(message)),
@@ -470,21 +759,23 @@ pub async fn serve(
             agent_client_protocol::on_receive_request!(),
         )
         .on_receive_request(
+            async move |_request: LogoutRequest, responder, _cx| match (s3.logout)() {
+                Ok(()) => responder.respond(LogoutResponse::new()),
+                Err(message) => responder.respond_with_error(
+                    AcpError::internal_error().data(serde_json::Value::from(message)),
+                ),
+            },
+            agent_client_protocol::on_receive_request!(),
+        )
+        .on_receive_request(
             async move |request: NewSessionRequest, responder, cx| {
-                let cwd: PathBuf = request.cwd;
                 let servers = convert::mcp_servers_json(&request.mcp_servers);
-                match open(
-                    &new_host,
-                    &cx,
-                    &s_new,
-                    (&cwd, Resume::New),
-                    servers,
-                    &new_login,
-                ) {
+                match open(&s4, &cx, (&request.cwd, Resume::New, Opening::New), servers) {
                     Ok(opened) => {
                         responder.respond(
                             NewSessionResponse::new(opened.id.clone())
-                                .modes(convert::mode_state(opened.mode)),
+                                .modes(convert::mode_state(opened.mode))
+                                .config_options(opened.config.clone()),
                         )?;
                         opened.advertise(&cx);
                         Ok(())
@@ -497,25 +788,18 @@ pub async fn serve(
         .on_receive_request(
             async move |request: LoadSessionRequest, responder, cx| {
                 let id = request.session_id.0.to_string();
-                if lock(&s_load).contains_key(&id) {
-                    return responder.respond_with_error(AcpError::invalid_params().data(
-                        serde_json::Value::from(format!(
-                            "session {id} is already open on this connection"
-                        )),
-                    ));
-                }
                 let servers = convert::mcp_servers_json(&request.mcp_servers);
                 match open(
-                    &load_host,
+                    &s5,
                     &cx,
-                    &s_load,
-                    (&request.cwd, Resume::Id(id)),
+                    (&request.cwd, Resume::Id(id), Opening::Load),
                     servers,
-                    &load_login,
                 ) {
                     Ok(opened) => {
                         responder.respond(
-                            LoadSessionResponse::new().modes(convert::mode_state(opened.mode)),
+                            LoadSessionResponse::new()
+                                .modes(convert::mode_state(opened.mode))
+                                .config_options(opened.config.clone()),
                         )?;
                         opened.advertise(&cx);
                         Ok(())
@@ -526,143 +810,133 @@ pub async fn serve(
             agent_client_protocol::on_receive_request!(),
         )
         .on_receive_request(
-            async move |request: PromptRequest, responder, cx| {
+            async move |request: ResumeSessionRequest, responder, cx| {
                 let id = request.session_id.0.to_string();
-                let Some(live) = lock(&s_prompt).get(&id).cloned() else {
-                    return responder.respond_with_error(no_session(&id));
-                };
-                let input = convert::prompt_parts(request.prompt);
-                let text = input.iter().find_map(kimi_protocol::ContentPart::as_text);
-                if let Some(parsed) = text.and_then(crate::rewind::parse) {
-                    let (turns, scope, force) = match parsed {
-                        Ok(args) => args,
-                        Err(why) => {
-                            return responder.respond_with_error(
-                                AcpError::invalid_params().data(serde_json::Value::from(why)),
-                            );
-                        }
-                    };
-                    let (tx, rx) = oneshot::channel();
-                    live.waiters().rewinds.push_back(tx);
-                    live.handle.send(Op::Rewind {
-                        turns,
-                        scope,
-                        force,
-                    });
-                    let (cx2, sid) = (cx.clone(), id);
-                    return cx.spawn(async move {
-                        let text = match rx.await {
-                            Ok(Ok(report)) => crate::rewind::summary(&report),
-                            Ok(Err(message)) => format!("Rewind failed: {message}"),
-                            Err(_) => "The session stopped before the rewind finished.".to_owned(),
-                        };
-                        notify(&cx2, &sid, convert::agent_text(&text));
-                        responder.respond(PromptResponse::new(StopReason::EndTurn))
-                    });
-                }
-                if input.is_empty() {
-                    return responder.respond_with_error(AcpError::invalid_params().data(
-                        serde_json::Value::from("the prompt has no text or image to send"),
-                    ));
-                }
-                let submit = match prompt_host.prepare(
-                    &id,
-                    Op::Submit {
-                        input,
-                        origin: None,
-                        prompt_id: None,
-                    },
+                let servers = convert::mcp_servers_json(&request.mcp_servers);
+                match open(
+                    &s6,
+                    &cx,
+                    (&request.cwd, Resume::Id(id), Opening::Resume),
+                    servers,
                 ) {
-                    Ok(op) => op,
-                    Err(err) => {
-                        return responder.respond_with_error(
-                            AcpError::invalid_params()
-                                .data(serde_json::Value::from(err.to_string())),
-                        );
+                    Ok(opened) => {
+                        responder.respond(
+                            ResumeSessionResponse::new()
+                                .modes(convert::mode_state(opened.mode))
+                                .config_options(opened.config.clone()),
+                        )?;
+                        opened.advertise(&cx);
+                        Ok(())
                     }
+                    Err(err) => responder.respond_with_error(err),
+                }
+            },
+            agent_client_protocol::on_receive_request!(),
+        )
+        .on_receive_request(
+            async move |request: ForkSessionRequest, responder, cx| {
+                let forked = match s7.host.fork_session(&request.session_id.0) {
+                    Ok(id) => id,
+                    Err(err) => return responder.respond_with_error(rpc_error(err)),
                 };
-                let (tx, rx) = oneshot::channel();
-                live.waiters().queued.push_back(tx);
-                live.handle.send(submit);
-                cx.spawn(async move {
-                    match stop_reason(rx.await) {
-                        Ok(stop) => responder.respond(PromptResponse::new(stop)),
-                        Err(err) => responder.respond_with_error(err),
+                let servers = convert::mcp_servers_json(&request.mcp_servers);
+                match open(
+                    &s7,
+                    &cx,
+                    (&request.cwd, Resume::Id(forked), Opening::Resume),
+                    servers,
+                ) {
+                    Ok(opened) => {
+                        responder.respond(
+                            ForkSessionResponse::new(opened.id.clone())
+                                .modes(convert::mode_state(opened.mode))
+                                .config_options(opened.config.clone()),
+                        )?;
+                        opened.advertise(&cx);
+                        Ok(())
                     }
-                })
+                    Err(err) => responder.respond_with_error(err),
+                }
+            },
+            agent_client_protocol::on_receive_request!(),
+        )
+        .on_receive_request(
+            async move |request: ListSessionsRequest, responder, _cx| {
+                responder.respond_with_result(list(&s8, &request))
+            },
+            agent_client_protocol::on_receive_request!(),
+        )
+        .on_receive_request(
+            async move |request: DeleteSessionRequest, responder, cx| {
+                let id = request.session_id.0.to_string();
+                let host = s9.host.clone();
+                // A session open here is closed first (its journal must be complete before
+                // its files go).
+                let delete = move || {
+                    responder.respond_with_result(
+                        host.delete_session(&id)
+                            .map(|()| DeleteSessionResponse::new())
+                            .map_err(rpc_error),
+                    )
+                };
+                let open_here = lock(&s9.sessions).contains_key(&*request.session_id.0);
+                if open_here {
+                    stop_session(&s9, &cx, request.session_id.0.to_string(), delete)
+                } else {
+                    delete()
+                }
+            },
+            agent_client_protocol::on_receive_request!(),
+        )
+        .on_receive_request(
+            async move |request: PromptRequest, responder, cx| {
+                prompt(&s10, request, responder, &cx)
             },
             agent_client_protocol::on_receive_request!(),
         )
         .on_receive_request(
             async move |request: SetSessionModeRequest, responder, _cx| {
-                let id = request.session_id.0.to_string();
-                let Some(live) = lock(&s_mode).get(&id).cloned() else {
-                    return responder.respond_with_error(no_session(&id));
+                responder.respond_with_result(
+                    set_mode(&s11, &request).map(|()| SetSessionModeResponse::new()),
+                )
+            },
+            agent_client_protocol::on_receive_request!(),
+        )
+        .on_receive_request(
+            async move |request: SetSessionConfigOptionRequest, responder, _cx| {
+                let Some(value) = request.value.as_value_id() else {
+                    return responder.respond_with_error(AcpError::invalid_params().data(
+                        serde_json::Value::from("the model and thinking options take a value id"),
+                    ));
                 };
-                match convert::mode_from_id(&request.mode_id.0) {
-                    Ok(choice) => {
-                        let plan = choice.is_none();
-                        if plan || mode_of(&live.handle) == "plan" {
-                            live.handle.send(Op::SetPlanMode { enabled: plan });
-                        }
-                        if let Some(mode) = choice {
-                            live.handle.send(Op::SetPermissionMode { mode });
-                        }
-                        *live.mode.lock().unwrap_or_else(PoisonError::into_inner) = convert::MODES
-                            .iter()
-                            .find(|m| m.0 == &*request.mode_id.0)
-                            .map_or("default", |m| m.0);
-                        responder.respond(SetSessionModeResponse::new())
-                    }
-                    Err(message) => responder.respond_with_error(
-                        AcpError::invalid_params().data(serde_json::Value::from(message)),
-                    ),
-                }
+                responder.respond_with_result(
+                    set_option(&s12, &request.session_id.0, &request.config_id.0, &value.0)
+                        .map(SetSessionConfigOptionResponse::new),
+                )
+            },
+            agent_client_protocol::on_receive_request!(),
+        )
+        .on_receive_request(
+            async move |request: SetSessionModelRequest, responder, _cx| {
+                responder.respond_with_result(
+                    set_option(
+                        &s13,
+                        &request.session_id,
+                        crate::config::MODEL,
+                        &request.model_id,
+                    )
+                    .map(|_| SetSessionModelResponse::default()),
+                )
             },
             agent_client_protocol::on_receive_request!(),
         )
         .on_receive_request(
             async move |request: CloseSessionRequest, responder, cx| {
                 let id = request.session_id.0.to_string();
-                let Some(live) = lock(&s_close).remove(&id) else {
+                if !lock(&s14.sessions).contains_key(&id) {
                     return responder.respond_with_error(no_session(&id));
-                };
-                // Prompts still running or waiting end as cancelled; the agent stops and
-                // closes its journal before the answer, so the session can be loaded again.
-                for waiter in live.waiters().queued.drain(..) {
-                    let _ = waiter.send(Outcome {
-                        reason: TurnEndReason::Cancelled,
-                        error: None,
-                    });
                 }
-                live.handle.send(Op::Cancel { queued: true });
-                live.handle.send(Op::Shutdown);
-                close_host.release(&id);
-                let join = live
-                    .join
-                    .lock()
-                    .unwrap_or_else(PoisonError::into_inner)
-                    .take();
-                cx.spawn(async move {
-                    if let Some(join) = join
-                        && tokio::time::timeout(std::time::Duration::from_secs(10), join)
-                            .await
-                            .is_err()
-                    {
-                        tracing::warn!("session {id} did not stop within 10 s of session/close");
-                    }
-                    // The agent has stopped: the pump has nothing left to forward, and it
-                    // holds the session's journal open until it goes.
-                    let pump = live
-                        .pump
-                        .lock()
-                        .unwrap_or_else(PoisonError::into_inner)
-                        .take();
-                    if let Some(pump) = pump {
-                        pump.abort();
-                        let _ = pump.await;
-                    }
-                    drop(live);
+                stop_session(&s14, &cx, id, move || {
                     responder.respond(CloseSessionResponse::new())
                 })
             },
@@ -671,7 +945,7 @@ pub async fn serve(
         .on_receive_notification(
             async move |notification: CancelNotification, _cx| {
                 let id = notification.session_id.0.to_string();
-                if let Some(live) = lock(&s_cancel).get(&id).cloned() {
+                if let Ok(live) = s15.live(&id) {
                     // Prompts that have not started end as cancelled right away.
                     for waiter in live.waiters().queued.drain(..) {
                         let _ = waiter.send(Outcome {
@@ -689,7 +963,10 @@ pub async fn serve(
         .await;
     // The editor went away: stop every agent and wait (bounded) until its journal is closed
     // and its SessionEnd hooks ran, before the runtime goes away.
-    let all: Vec<Arc<Live>> = lock(&sessions).drain().map(|(_, live)| live).collect();
+    let all: Vec<Arc<Live>> = lock(&shared.sessions)
+        .drain()
+        .map(|(_, live)| live)
+        .collect();
     for live in &all {
         live.handle.send(Op::Shutdown);
     }

@@ -14,9 +14,21 @@ pub fn run(args: &RunArgs) -> anyhow::Result<u8> {
         .enable_all()
         .build()?;
     let result = runtime.block_on(async {
-        let login = Arc::new(crate::accounts::login_status);
-        let result =
-            kimi_acp::serve(host.clone(), tokio::io::stdin(), tokio::io::stdout(), login).await;
+        let login: kimi_acp::LoginCheck = Arc::new(crate::accounts::login_status);
+        // ACP `logout`: what `kimi-rs logout` does (its report goes to stderr, the log).
+        let logout: kimi_acp::LogoutAction = Arc::new(|| {
+            crate::accounts::logout()
+                .map(drop)
+                .map_err(|err| err.to_string())
+        });
+        let result = kimi_acp::serve(
+            host.clone(),
+            tokio::io::stdin(),
+            tokio::io::stdout(),
+            login,
+            logout,
+        )
+        .await;
         host.shutdown().await;
         result
     });

@@ -275,6 +275,8 @@ impl Extensions {
             hooks: self.plugin_hooks.clone(),
             plugin_sections: self.plugin_sections.clone(),
             agent_dirs: self.plugin_agent_dirs.clone(),
+            // Set per session by the ACP server when the editor offers its files.
+            wrap_environment: None,
         }
     }
 

@@ -2,7 +2,9 @@
 //! the editor (`tests/acp_sdk/client.mjs`): the SDK checks every message the agent sends
 //! against its schemas, so this catches shapes our own JSON tests would accept. Covers
 //! initialize, session/new, a prompt whose Read runs and whose Edit is allowed through session/request_permission
-//! (with its locations and diff), session/set_mode and session/close. Needs Node and the SDK
+//! (with its locations and diff), both through the editor's `fs` buffers, session/set_mode,
+//! session/set_config_option, session/list, session/close, session/resume, session/delete
+//! and logout. Needs Node and the SDK
 //! (`.ci/run` installs it into ~/.cache/kimi-rs-ci/acp-sdk); fails saying what to install
 //! unless `KIMI_RS_SKIP_ACP_SDK_TESTS=1`.
 
@@ -63,7 +65,8 @@ fn the_official_typescript_sdk_accepts_every_message_of_a_session() {
             ScriptTurn::text("Edited **a.txt**."),
         ],
     );
-    std::fs::write(fx.cwd().join("a.txt"), "one\n").unwrap();
+    // On disk the file differs from the editor's buffer ("one\n", in client.mjs).
+    std::fs::write(fx.cwd().join("a.txt"), "DISKTEXT\n").unwrap();
     // The agent gets the fixture's environment (home, scripted model) through node.
     let agent = fx.command(&["acp"]);
     let mut node = Command::new("node");
@@ -89,13 +92,43 @@ fn the_official_typescript_sdk_accepts_every_message_of_a_session() {
     assert_eq!(seen["initialize"]["agentInfo"]["name"], "kimi-rs", "{seen}");
     assert_eq!(seen["prompt"]["stopReason"], "end_turn", "{seen}");
     assert_eq!(seen["close"], json!({}), "{seen}");
+    // The editor offered fs: Read and Edit went through its buffer, the disk kept its text.
+    let file = fx.cwd().join("a.txt").display().to_string();
+    assert_eq!(
+        seen["fsCalls"],
+        json!([
+            format!("read {file}"),
+            format!("read {file}"),
+            format!("read {file}"),
+            format!("write {file}")
+        ]),
+        "{seen}"
+    );
+    assert_eq!(seen["buffers"][&file], "two\n", "{seen}");
+    assert_eq!(std::fs::read_to_string(&file).unwrap(), "DISKTEXT\n");
+    let thinking = seen["thinking"]["configOptions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|o| o["id"] == "thinking")
+        .cloned()
+        .unwrap();
+    assert_eq!(thinking["currentValue"], "high", "{seen}");
+    let session = seen["session"]["sessionId"].as_str().unwrap();
+    assert_eq!(seen["list"]["sessions"][0]["sessionId"], session, "{seen}");
+    assert!(
+        seen["resume"]["modes"]["currentModeId"].is_string(),
+        "{seen}"
+    );
+    assert_eq!(seen["delete"], json!({}), "{seen}");
+    assert_eq!(seen["listAfter"]["sessions"], json!([]), "{seen}");
+    assert_eq!(seen["logout"], json!({}), "{seen}");
     assert_eq!(seen["exit"], 0, "{seen}");
     assert_eq!(
         seen["asked"][0]["toolCall"]["toolCallId"], "call_e",
         "{seen}"
     );
     let updates = seen["updates"].as_array().unwrap();
-    let file = fx.cwd().join("a.txt").display().to_string();
     let call = updates
         .iter()
         .find(|u| u["sessionUpdate"] == "tool_call" && u["toolCallId"] == "call_e")
@@ -121,8 +154,4 @@ fn the_official_typescript_sdk_accepts_every_message_of_a_session() {
         .filter_map(|u| u["content"]["text"].as_str())
         .collect();
     assert_eq!(text, "Edited **a.txt**.");
-    assert_eq!(
-        std::fs::read_to_string(fx.cwd().join("a.txt")).unwrap(),
-        "two\n"
-    );
 }

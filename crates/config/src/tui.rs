@@ -60,10 +60,6 @@ const UNSUPPORTED: &[(&[&str], &str)] = &[
     (&["cache_expiry_hint"], "there is no cache-expiry hint"),
     (&["notifications"], "there are no desktop notifications"),
     (&["upgrade"], "kimi-rs does not update itself"),
-    (
-        &["status_line", "command"],
-        "the footer has no command line",
-    ),
 ];
 
 fn known(path: &[String]) -> &'static [&'static str] {

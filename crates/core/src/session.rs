@@ -173,7 +173,15 @@ pub struct SessionExtensions {
     pub plugin_sections: String,
     /// Agent folders plugins contribute (user-level agent roots).
     pub agent_dirs: Vec<PathBuf>,
+    /// A front end's view over this machine's environment (ACP: files read and written through
+    /// the editor, so its unsaved buffers count). Not applied to a remote environment, whose
+    /// files the editor does not have.
+    pub wrap_environment: Option<EnvironmentWrap>,
 }
+
+/// Wraps the environment a session's tools act on (see [`SessionExtensions::wrap_environment`]).
+pub type EnvironmentWrap =
+    Arc<dyn Fn(Arc<dyn kimi_tools::Environment>) -> Arc<dyn kimi_tools::Environment> + Send + Sync>;
 
 impl std::fmt::Debug for SessionExtensions {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -563,8 +571,10 @@ pub fn open_session(mut setup: SessionSetup) -> Result<OpenedSession, SessionErr
         .parent()
         .map_or_else(|| session.dir.clone(), Path::to_path_buf);
     let mut ctx = ToolContext::new(&tool_cwd, &agent_dir);
-    if let Some(binding) = &binding {
-        ctx.environment = binding.environment.clone();
+    match (&binding, &setup.extensions.wrap_environment) {
+        (Some(binding), _) => ctx.environment = binding.environment.clone(),
+        (None, Some(wrap)) => ctx.environment = wrap(ctx.environment.clone()),
+        (None, None) => {}
     }
     // The todo list the active branch last journaled (empty for a new session).
     ctx.todos.set(restored.todos.clone());

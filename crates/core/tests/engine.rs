@@ -40,3 +40,5 @@ mod swarm_mode;
 mod tasks;
 #[path = "engine/todos.rs"]
 mod todos;
+#[path = "engine/tool_diffs.rs"]
+mod tool_diffs;

@@ -376,6 +376,11 @@ pub enum Event {
     AssistantMessage { message: Message },
     #[serde(rename = "tool.call.started")]
     ToolStarted { call: ToolCall },
+    /// The change a file tool will make, computed against the file as it is when the call is
+    /// planned (sent right after `ToolStarted`, in every permission mode). An empty `diff`
+    /// means the call leaves the file as it is (a rewrite with the same content).
+    #[serde(rename = "tool.diff")]
+    ToolDiff { tool_call_id: String, diff: String },
     #[serde(rename = "tool.progress")]
     ToolProgress { tool_call_id: String, text: String },
     #[serde(rename = "tool.result")]

@@ -211,6 +211,13 @@ pub trait Environment: Send + Sync + std::fmt::Debug {
         false
     }
 
+    /// The files and processes are this machine's, even when some operations go elsewhere
+    /// (an editor's view of the files over ACP): Bash gets this machine's environment
+    /// variables and media files are read here.
+    fn is_this_machine(&self) -> bool {
+        self.is_local()
+    }
+
     /// [`crate::path::canonicalize_lenient`] of each path, in one round trip.
     fn canonicalize_lenient(&self, paths: &[PathBuf]) -> Result<Vec<PathBuf>, EnvError>;
 

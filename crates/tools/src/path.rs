@@ -123,7 +123,7 @@ pub fn resolve_path(ctx: &ToolContext, raw: &str, use_: PathUse) -> Result<PathB
     if trimmed.is_empty() {
         return Err(ToolError::EmptyPath);
     }
-    let home = if ctx.environment.is_local() {
+    let home = if ctx.environment.is_this_machine() {
         ctx.home.as_deref()
     } else {
         ctx.environment.info().home.as_deref()

@@ -37,6 +37,8 @@ pub struct AppOptions {
     pub history: Option<(PathBuf, PathBuf)>,
     pub collapse_pastes: bool,
     pub status_items: Vec<String>,
+    /// `[status_line] command` (see [`crate::status_command`]).
+    pub status_command: Option<String>,
     /// Root for `@` completion; the index is built on first use if the host sent none.
     pub workdir: Option<PathBuf>,
 }
@@ -57,6 +59,7 @@ impl AppOptions {
             history: data_dir.map(|d| (d, cwd.clone())),
             collapse_pastes: !config.disable_paste_burst,
             status_items: config.status_items.clone(),
+            status_command: config.status_command.clone(),
             workdir: Some(cwd),
         }
     }
@@ -119,6 +122,9 @@ pub struct App {
     pub(crate) files: Option<Vec<String>>,
     pub(crate) workdir: Option<PathBuf>,
     pub(crate) status_items: Vec<String>,
+    pub(crate) status_command: Option<crate::status_command::StatusCommand>,
+    /// The status-line command's line generation last drawn.
+    pub(crate) status_generation: u64,
     pub(crate) scroll: usize,
     pub(crate) tasks: Vec<TaskEntry>,
     /// Skills for the `/` completion menu (from the host).
@@ -185,6 +191,11 @@ impl App {
             files: None,
             workdir: opts.workdir,
             status_items: opts.status_items,
+            status_command: opts
+                .status_command
+                .as_deref()
+                .map(crate::status_command::StatusCommand::new),
+            status_generation: 0,
             scroll: 0,
             tasks: Vec::new(),
             skills: Vec::new(),
@@ -286,6 +297,37 @@ impl App {
     /// Advances the clock (spinner, elapsed times, double-press windows).
     pub fn tick(&mut self, now: Instant) {
         self.now = now;
+        if let Some(command) = &self.status_command
+            && command.due(now)
+        {
+            command.refresh(self.status_snapshot().to_string(), now);
+        }
+    }
+
+    /// Whether the status-line command printed a new line since the last call (the idle UI
+    /// only draws when something changed).
+    pub fn take_status_change(&mut self) -> bool {
+        let now = self
+            .status_command
+            .as_ref()
+            .map_or(0, crate::status_command::StatusCommand::generation);
+        std::mem::replace(&mut self.status_generation, now) != now
+    }
+
+    /// What the status-line command gets on stdin (the reference's fields).
+    pub(crate) fn status_snapshot(&self) -> serde_json::Value {
+        let window = self.info.context_window;
+        serde_json::json!({
+            "model": self.info.model,
+            "cwd": self.info.cwd,
+            "permissionMode": crate::input::mode_name(self.info.permission_mode),
+            "planMode": self.info.plan_mode,
+            "contextTokens": self.context_tokens,
+            "maxContextTokens": window,
+            "contextUsage": if window > 0 { self.context_tokens as f64 / window as f64 } else { 0.0 },
+            "sessionId": self.info.session_id,
+            "version": self.info.version,
+        })
     }
 
     fn load_transcript(&mut self, messages: &[Message]) {
@@ -528,6 +570,11 @@ impl App {
                 self.finish_streams();
                 let card = ToolCard::new(call.id, call.name, call.arguments.as_deref(), now);
                 self.push(CellKind::Tool(Box::new(card)));
+            }
+            Event::ToolDiff { tool_call_id, diff } => {
+                if let Some(card) = self.card_mut(&tool_call_id) {
+                    card.set_diff(&diff);
+                }
             }
             Event::ToolProgress { tool_call_id, text } => {
                 if let Some(card) = self.card_mut(&tool_call_id) {

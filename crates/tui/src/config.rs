@@ -16,6 +16,8 @@ pub struct TuiConfig {
     pub disable_paste_burst: bool,
     /// `[status_line] items`, in order.
     pub status_items: Vec<String>,
+    /// `[status_line] command`: its first output line replaces the footer's items.
+    pub status_command: Option<String>,
 }
 
 impl Default for TuiConfig {
@@ -49,6 +51,13 @@ impl TuiConfig {
                 .as_ref()
                 .and_then(|s| s.items.clone())
                 .unwrap_or_else(|| vec!["mode".into(), "model".into(), "cwd".into()]),
+            status_command: keys
+                .status_line
+                .as_ref()
+                .and_then(|s| s.command.as_deref())
+                .map(str::trim)
+                .filter(|c| !c.is_empty())
+                .map(str::to_owned),
         }
     }
 
@@ -66,8 +75,9 @@ mod tests {
     #[test]
     fn reads_theme_editor_and_status_items() {
         let cfg = TuiConfig::parse(
-            "theme = \"light\"\nrender_latex = false\n[editor]\ncommand = \"vim\"\n[status_line]\nitems = [\"model\"]\n",
+            "theme = \"light\"\nrender_latex = false\n[editor]\ncommand = \"vim\"\n[status_line]\nitems = [\"model\"]\ncommand = \" ~/bin/status \"\n",
         );
+        assert_eq!(cfg.status_command.as_deref(), Some("~/bin/status"));
         assert_eq!(cfg.theme, ThemeChoice::Light);
         assert_eq!(cfg.editor_command.as_deref(), Some("vim"));
         assert_eq!(cfg.status_items, vec!["model".to_owned()]);

@@ -43,6 +43,7 @@ pub mod markdown;
 pub mod render;
 pub mod rewind;
 pub mod runtime;
+pub mod status_command;
 pub mod swarm;
 pub mod theme;
 pub mod todo_panel;

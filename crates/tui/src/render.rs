@@ -230,7 +230,17 @@ impl App {
             return Line::styled(truncate(hint, width), t.warning);
         }
         let mut parts = Vec::new();
-        for item in &self.status_items {
+        let custom = self
+            .status_command
+            .as_ref()
+            .and_then(crate::status_command::StatusCommand::line);
+        let items: &[String] = if custom.is_some() {
+            &[]
+        } else {
+            &self.status_items
+        };
+        parts.extend(custom);
+        for item in items {
             match item.as_str() {
                 "mode" => {
                     let mut m = mode_name(self.info.permission_mode).to_owned();

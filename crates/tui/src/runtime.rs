@@ -333,7 +333,7 @@ pub async fn run(opts: RunOptions, channels: SessionChannels) -> Result<(), TuiE
                 app.tick(Instant::now());
                 // Redraw once when syntax highlighting becomes available.
                 let ready = crate::highlight::ready();
-                redraw = app.is_busy() || ready != highlighted;
+                redraw = app.is_busy() || ready != highlighted || app.take_status_change();
                 highlighted = ready;
             },
         }

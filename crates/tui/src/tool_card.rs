@@ -40,6 +40,9 @@ pub struct ToolCard {
     pub waited: Duration,
 }
 
+/// Shown instead of a diff when a call leaves the file as it is.
+pub const NO_CHANGES: &str = "(no changes: the content is the same)";
+
 /// Arguments that best describe a call, in order of preference.
 const KEY_ARGS: [&str; 9] = [
     "command",
@@ -92,16 +95,21 @@ impl ToolCard {
     pub fn await_approval(&mut self, now: Instant, diff: Option<&str>) {
         self.awaiting_since = Some(now);
         if let Some(diff) = diff {
-            self.diff = diff
-                .lines()
-                .filter(|l| !l.starts_with("+++") && !l.starts_with("---"))
-                .filter(|l| l.starts_with(['+', '-']))
-                .map(str::to_owned)
-                .collect();
-            if self.diff.is_empty() {
-                self.diff
-                    .push("(no changes: the content is the same)".to_owned());
-            }
+            self.set_diff(diff);
+        }
+    }
+
+    /// The engine's unified diff of the change (`Event::ToolDiff`, or the approval's): only
+    /// the changed lines are kept; an empty one says the file stays as it is.
+    pub fn set_diff(&mut self, diff: &str) {
+        self.diff = diff
+            .lines()
+            .filter(|l| !l.starts_with("+++") && !l.starts_with("---"))
+            .filter(|l| l.starts_with(['+', '-']))
+            .map(str::to_owned)
+            .collect();
+        if self.diff.is_empty() {
+            self.diff.push(NO_CHANGES.to_owned());
         }
     }
 

@@ -171,6 +171,7 @@ pub fn convert(event: &Event) -> Option<(&'static str, Value, bool)> {
                 "arguments": arguments(call.arguments.as_deref()),
             }),
         ),
+        Event::ToolDiff { .. } => durable("tool.diff", payload_of(event)),
         Event::ToolProgress { tool_call_id, text } => volatile(
             "tool.progress",
             json!({"tool_call_id": tool_call_id, "text": text}),

@@ -224,6 +224,7 @@ impl<O: Write, E: Write> TurnWriter for TextWriter<O, E> {
             Event::TurnStarted { .. }
             | Event::StepStarted { .. }
             | Event::ToolStarted { .. }
+            | Event::ToolDiff { .. }
             | Event::ToolProgress { .. }
             | Event::ToolResult { .. }
             | Event::ApprovalRequested(_)
@@ -451,6 +452,7 @@ impl<O: Write> TurnWriter for JsonWriter<O> {
             Event::TurnStarted { .. }
             | Event::StepStarted { .. }
             | Event::ThinkingDelta { .. }
+            | Event::ToolDiff { .. }
             | Event::AssistantMessage { .. }
             | Event::ToolProgress { .. }
             | Event::ApprovalRequested(_)

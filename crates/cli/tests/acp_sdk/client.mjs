@@ -15,12 +15,26 @@ const agentProcess = spawn(bin, ["acp"], { cwd, stdio: ["pipe", "pipe", "inherit
 const stream = sdk.ndJsonStream(Writable.toWeb(agentProcess.stdin), Readable.toWeb(agentProcess.stdout));
 const updates = [];
 const asked = [];
-const seen = { updates, asked };
+// The editor's buffers: a.txt has an unsaved change the agent must see.
+const buffers = { [join(cwd, "a.txt")]: "one\n" };
+const fsCalls = [];
+const seen = { updates, asked, fsCalls, buffers };
 
 const app = sdk.client({ name: "kimi-rs-sdk-test" })
   .onRequest("session/request_permission", async (ctx) => {
     asked.push(ctx.params);
     return { outcome: { outcome: "selected", optionId: "approve_once" } };
+  })
+  .onRequest("fs/read_text_file", async (ctx) => {
+    fsCalls.push(`read ${ctx.params.path}`);
+    const content = buffers[ctx.params.path];
+    if (content === undefined) throw sdk.RequestError.resourceNotFound(ctx.params.path);
+    return { content };
+  })
+  .onRequest("fs/write_text_file", async (ctx) => {
+    fsCalls.push(`write ${ctx.params.path}`);
+    buffers[ctx.params.path] = ctx.params.content;
+    return {};
   })
   .onNotification("session/update", async (ctx) => {
     updates.push(ctx.params.update);
@@ -28,7 +42,10 @@ const app = sdk.client({ name: "kimi-rs-sdk-test" })
 
 try {
   await app.connectWith(stream, async (agent) => {
-    seen.initialize = await agent.request("initialize", { protocolVersion: 1, clientCapabilities: {} });
+    seen.initialize = await agent.request("initialize", {
+      protocolVersion: 1,
+      clientCapabilities: { fs: { readTextFile: true, writeTextFile: true } },
+    });
     const session = await agent.request("session/new", { cwd, mcpServers: [] });
     seen.session = session;
     seen.prompt = await agent.request("session/prompt", {
@@ -36,7 +53,17 @@ try {
       prompt: [{ type: "text", text: "edit a.txt" }],
     });
     seen.mode = await agent.request("session/set_mode", { sessionId: session.sessionId, modeId: "auto" });
+    seen.thinking = await agent.request("session/set_config_option", {
+      sessionId: session.sessionId,
+      configId: "thinking",
+      value: "high",
+    });
+    seen.list = await agent.request("session/list", { cwd });
     seen.close = await agent.request("session/close", { sessionId: session.sessionId });
+    seen.resume = await agent.request("session/resume", { sessionId: session.sessionId, cwd, mcpServers: [] });
+    seen.delete = await agent.request("session/delete", { sessionId: session.sessionId });
+    seen.listAfter = await agent.request("session/list", {});
+    seen.logout = await agent.request("logout", {});
   });
 } finally {
   agentProcess.stdin.end();

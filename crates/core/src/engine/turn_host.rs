@@ -255,7 +255,7 @@ impl BatchHost for TurnHost<'_> {
         result.blocked
     }
 
-    fn started(&self, call: &ToolCall, args: &Value, _plan: Option<&ToolPlan>) {
+    fn started(&self, call: &ToolCall, args: &Value, plan: Option<&ToolPlan>) {
         self.rt.commit(vec![rec::tool_call(
             &self.step_uuid,
             self.turn_id,
@@ -264,6 +264,14 @@ impl BatchHost for TurnHost<'_> {
             args,
         )]);
         self.rt.emit(Event::ToolStarted { call: call.clone() });
+        // Front ends show the real change, not a guess from the arguments (without it a
+        // rewrite with the same content looks like every line added when nobody is asked).
+        if let Some(diff) = plan.and_then(|p| p.display.diff.clone()) {
+            self.rt.emit(Event::ToolDiff {
+                tool_call_id: call.id.clone(),
+                diff,
+            });
+        }
     }
 
     fn progress(&self, call: &ToolCall, text: &str) {

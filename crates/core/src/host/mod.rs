@@ -12,6 +12,7 @@
 
 mod answer;
 pub mod shell;
+mod stored;
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -129,13 +130,28 @@ impl SessionHost {
         resume: Resume,
         mcp_servers: Option<&serde_json::Value>,
     ) -> Result<OpenedSession, HostError> {
+        self.open_with(cwd, resume, mcp_servers, None)
+    }
+
+    /// [`SessionHost::open`], with the front end's view over the session's environment (ACP's
+    /// editor files, see [`crate::session::SessionExtensions::wrap_environment`]).
+    pub fn open_with(
+        &self,
+        cwd: &Path,
+        resume: Resume,
+        mcp_servers: Option<&serde_json::Value>,
+        wrap: Option<crate::session::EnvironmentWrap>,
+    ) -> Result<OpenedSession, HostError> {
         if !cwd.is_absolute() || !cwd.is_dir() {
             return Err(HostError::BadDirectory(cwd.to_owned()));
         }
-        let (setup, extras) = self
+        let (mut setup, extras) = self
             .factory
             .setup(cwd, &resume, mcp_servers)
             .map_err(HostError::Setup)?;
+        if wrap.is_some() {
+            setup.extensions.wrap_environment = wrap;
+        }
         let opened = open_session(SessionSetup { resume, ..setup })?;
         let id = opened.session.state.id.clone();
         self.factory.warnings(&id, &opened.warnings);

@@ -285,7 +285,7 @@ impl SubagentHost {
         };
         let worktree = match launch.isolation {
             Isolation::None => None,
-            Isolation::Worktree if !self.base_ctx.environment.is_local() => {
+            Isolation::Worktree if !self.base_ctx.environment.is_this_machine() => {
                 return Err(SubagentError::RemoteWorktree(
                     self.base_ctx.environment.info().id.clone(),
                 ));

@@ -153,7 +153,7 @@ struct BashExecution {
 /// (this machine's variables never reach the target). The user's `!` commands run with it too,
 /// so they see what the model's commands see.
 pub fn child_env(ctx: &ToolContext) -> Vec<(String, String)> {
-    if !ctx.environment.is_local() {
+    if !ctx.environment.is_this_machine() {
         return [
             ("NO_COLOR", "1"),
             ("TERM", "dumb"),

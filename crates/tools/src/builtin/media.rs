@@ -138,7 +138,7 @@ impl Execution for MediaExecution {
         _cancel: CancellationToken,
         _progress: ProgressSink,
     ) -> ToolResult {
-        if !ctx.environment.is_local() {
+        if !ctx.environment.is_this_machine() {
             // Never read a same-named file of this machine instead of the target's.
             return ToolResult::error(format!(
                 "ReadMediaFile does not work on remote environments yet (this session runs on `{}`). \

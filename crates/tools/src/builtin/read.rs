@@ -326,6 +326,29 @@ pub fn read_file(path: &Path, offset: i64, n_lines: Option<usize>) -> ToolResult
     render(path, offset, n_lines, encoding, scan)
 }
 
+/// The Read operation on text the caller already has (an editor's buffer over ACP), rendered
+/// exactly as [`read_file`] renders a UTF-8 file.
+pub fn read_text_content(
+    path: &Path,
+    text: &str,
+    offset: i64,
+    n_lines: Option<usize>,
+) -> ToolResult {
+    if let Some(kind) = media_kind(path) {
+        return ToolResult::error(format!(
+            "`{}` is {kind} file. Read only shows text; use ReadMediaFile to view it.",
+            path.display()
+        ));
+    }
+    let limit = n_lines.unwrap_or(MAX_LINES).min(MAX_LINES);
+    let text = text.strip_prefix('\u{feff}').unwrap_or(text);
+    match scan_lines(&mut std::io::Cursor::new(text.as_bytes()), offset, limit) {
+        Ok(Ok(scan)) => render(path, offset, n_lines, Encoding::Utf8, scan),
+        Ok(Err(why)) => refuse(path, why),
+        Err(e) => ToolResult::error(format!("Cannot read `{}`: {e}", path.display())),
+    }
+}
+
 fn read_sample(file: &mut std::fs::File, buf: &mut [u8]) -> std::io::Result<usize> {
     let mut filled = 0;
     while filled < buf.len() {

@@ -48,7 +48,7 @@ pub(super) fn spawn(
         .map_err(|e| TaskError::Spawn(e.to_string()))?
         .map_err(TaskError::Spawn)?;
     let pid = spawned.pid;
-    let kind = if spec.environment.is_local() {
+    let kind = if spec.environment.is_this_machine() {
         "bash"
     } else {
         super::REMOTE_BASH_KIND

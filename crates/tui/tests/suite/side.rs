@@ -154,6 +154,60 @@ fn a_call_awaiting_approval_says_so_and_its_time_leaves_out_the_wait() {
 }
 
 #[test]
+fn a_rewrite_with_the_same_content_shows_no_changes_when_nobody_is_asked() {
+    // Yolo/auto: no approval, so the card's diff comes from `tool.diff` alone.
+    let mut h = Harness::new();
+    h.event(Event::TurnStarted { turn_id: 1 });
+    h.event(Event::ToolStarted { call: write_call() });
+    h.event(Event::ToolDiff {
+        tool_call_id: "c1".into(),
+        diff: String::new(),
+    });
+    let shown = h.screen(70, 10);
+    assert!(!shown.contains("+same"), "identical content: {shown}");
+    assert!(shown.contains("no changes"), "{shown}");
+    // A real change shows only its changed lines, not the whole content as added.
+    h.event(Event::ToolStarted {
+        call: ToolCall::new(
+            "c2",
+            "Write",
+            Some(r#"{"path":"b.txt","content":"keep\nnew\n"}"#.into()),
+        ),
+    });
+    h.event(Event::ToolDiff {
+        tool_call_id: "c2".into(),
+        diff: "--- a/b.txt\n+++ b/b.txt\n@@ -1,2 +1,2 @@\n keep\n-old\n+new\n".into(),
+    });
+    let shown = h.screen(70, 14);
+    assert!(shown.contains("-old"), "{shown}");
+    assert!(shown.contains("+new"), "{shown}");
+    assert!(!shown.contains("+keep"), "{shown}");
+}
+
+#[test]
+fn the_status_line_command_replaces_the_footer_items_with_its_first_line() {
+    // The command sees the session snapshot on stdin: its model goes into the line.
+    let mut h =
+        Harness::with_status_command("sed -n 's/.*\"model\":\"\\([^\"]*\\)\".*/custom: \\1/p'");
+    let before = h.screen(70, 6);
+    assert!(before.contains("manual · k2 · ~/proj"), "{before}");
+    h.advance(80);
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    loop {
+        let screen = h.screen(70, 6);
+        if screen.contains("custom: k2 · /help") {
+            assert!(!screen.contains("~/proj"), "{screen}");
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the command's line never reached the footer: {screen}"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+}
+
+#[test]
 fn shell_mode_ends_after_its_command() {
     let mut h = Harness::new();
     h.type_str("!");

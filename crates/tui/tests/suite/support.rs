@@ -50,6 +50,15 @@ impl Harness {
     }
 
     pub fn with_transcript(transcript: &[Message]) -> Self {
+        Self::with_options(transcript, None)
+    }
+
+    /// With `tui.toml [status_line] command` set to `command`.
+    pub fn with_status_command(command: &str) -> Self {
+        Self::with_options(&[], Some(command.to_owned()))
+    }
+
+    fn with_options(transcript: &[Message], status_command: Option<String>) -> Self {
         let t0 = Instant::now();
         let opts = AppOptions {
             info: info(),
@@ -57,6 +66,7 @@ impl Harness {
             history: None,
             collapse_pastes: true,
             status_items: vec!["mode".into(), "model".into(), "cwd".into()],
+            status_command,
             workdir: None,
         };
         Harness {

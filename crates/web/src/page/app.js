@@ -212,6 +212,16 @@
     return card;
   }
 
+  // The engine's diff against the file as it is (`tool.diff`): it replaces the guess made
+  // from the arguments; an empty one means the call leaves the file unchanged.
+  function toolDiff(id, diff) {
+    const card = cards.get(id);
+    if (!card) return;
+    const view = diff ? unifiedDiff(diff.replace(/\n$/, "")) : el("pre", "diff", "(no changes: the content is the same)");
+    if (card.view) card.view.replaceWith(view); else card.body.prepend(view);
+    card.view = view;
+  }
+
   function toolProgress(id, text) {
     const card = cards.get(id);
     if (!card) return;
@@ -562,6 +572,7 @@
       case "assistant.delta": onDelta(p.text); break;
       case "assistant.message": finalAnswer(p.text); break;
       case "tool.call.started": toolCard(p.tool_call_id, p.tool_name, p.arguments); break;
+      case "tool.diff": toolDiff(p.tool_call_id, p.diff); break;
       case "tool.progress": toolProgress(p.tool_call_id, p.text); break;
       case "tool.result": toolResult(p.tool_call_id, p.output, p.is_error); break;
       case "event.approval.requested": approval(p); break;
