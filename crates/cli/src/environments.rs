@@ -8,7 +8,9 @@ use std::sync::Arc;
 use anyhow::{Context as _, anyhow};
 use kimi_config::Config;
 use kimi_config::environments::{Environments, load_project};
-use kimi_core::session::{EnvironmentBinding, EnvironmentResolver, SessionExtensions};
+use kimi_core::session::{
+    EnvironmentBinding, EnvironmentCatalog, EnvironmentResolver, SessionExtensions,
+};
 use kimi_tools::Environment;
 
 /// `kimi-rs exec-server`: serve the exec protocol on stdin/stdout until stdin ends. It reads no
@@ -98,6 +100,11 @@ pub fn bind_new(
     if id == "local" {
         return Ok(None);
     }
+    bind_declared(envs, id).map(Some)
+}
+
+/// Connects declared `id` at its `defaultCwd` (or the target's home), which must exist there.
+fn bind_declared(envs: &Environments, id: &str) -> anyhow::Result<EnvironmentBinding> {
     let environment = connect(envs, id).map_err(|e| anyhow!(e))?;
     let decl = envs
         .get(id)
@@ -120,7 +127,7 @@ pub fn bind_new(
             decl.source.display()
         ));
     }
-    Ok(Some(EnvironmentBinding { environment, cwd }))
+    Ok(EnvironmentBinding { environment, cwd })
 }
 
 /// Reconnects the environment a resumed session's journal names.
@@ -135,8 +142,23 @@ pub fn resolver(envs: Environments) -> EnvironmentResolver {
     })
 }
 
+/// The declared environments as the catalog subagents are placed from (`Agent`'s
+/// `environment`, `AgentSwarm`'s `environments`).
+struct Declared(Environments);
+
+impl EnvironmentCatalog for Declared {
+    fn ids(&self) -> Vec<String> {
+        // `entries` is ordered by id.
+        self.0.entries.keys().cloned().collect()
+    }
+
+    fn bind(&self, id: &str) -> Result<EnvironmentBinding, String> {
+        bind_declared(&self.0, id).map_err(|e| format!("{e:#}"))
+    }
+}
+
 /// `extensions` with the environment of a session: `binding` for a new one, the resolver for
-/// a resumed one.
+/// a resumed one, and the declared environments subagents may be placed on.
 pub fn with_environment(
     mut extensions: SessionExtensions,
     envs: &Environments,
@@ -144,5 +166,6 @@ pub fn with_environment(
 ) -> SessionExtensions {
     extensions.environment = binding;
     extensions.environment_resolver = Some(resolver(envs.clone()));
+    extensions.environments = Some(Arc::new(Declared(envs.clone())));
     extensions
 }

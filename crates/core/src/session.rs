@@ -60,6 +60,31 @@ pub struct EnvironmentBinding {
     pub cwd: PathBuf,
 }
 
+impl EnvironmentBinding {
+    /// The journal record of this binding (`environment.bind`).
+    pub fn record(&self) -> kimi_protocol::record::EnvironmentBind {
+        let info = self.environment.info();
+        kimi_protocol::record::EnvironmentBind {
+            id: info.id.clone(),
+            kind: info.kind.clone(),
+            cwd: self.cwd.display().to_string(),
+            os: info.os.clone(),
+            arch: info.arch.clone(),
+            shell: info.shell.clone(),
+        }
+    }
+}
+
+/// The declared environments subagents can be placed on (`Agent`'s `environment`,
+/// `AgentSwarm`'s `environments`); the front end implements it over `[environments]`.
+pub trait EnvironmentCatalog: Send + Sync {
+    /// The declared ids, sorted (read when asked, so edited declarations apply).
+    fn ids(&self) -> Vec<String>;
+    /// Connects `id` (one shared connection per environment per process; blocks up to the
+    /// connect bound) bound to its `defaultCwd`.
+    fn bind(&self, id: &str) -> Result<EnvironmentBinding, String>;
+}
+
 /// Connects the environment a resumed session's journal names (`environment.bind`).
 pub type EnvironmentResolver = Arc<
     dyn Fn(
@@ -165,6 +190,8 @@ pub struct SessionExtensions {
     /// Reconnects the environment a resumed session is bound to. Without it such a session
     /// refuses to open: its tools must never fall back to this machine.
     pub environment_resolver: Option<EnvironmentResolver>,
+    /// The declared environments subagents may be placed on; `None` = only the session's.
+    pub environments: Option<Arc<dyn EnvironmentCatalog>>,
     /// Hooks contributed by plugins (bound to their plugin root with
     /// [`crate::hooks::HookDef::for_plugin`]); they run next to config.toml's `[[hooks]]`.
     pub hooks: Vec<crate::hooks::HookDef>,
@@ -462,18 +489,7 @@ pub fn open_session(mut setup: SessionSetup) -> Result<OpenedSession, SessionErr
             let cwd = PathBuf::from(&record.cwd);
             (Some(EnvironmentBinding { environment, cwd }), None)
         }
-        (None, Some(bound)) if !resumed => {
-            let info = bound.environment.info();
-            let record = kimi_protocol::record::EnvironmentBind {
-                id: info.id.clone(),
-                kind: info.kind.clone(),
-                cwd: bound.cwd.display().to_string(),
-                os: info.os.clone(),
-                arch: info.arch.clone(),
-                shell: info.shell.clone(),
-            };
-            (Some(bound.clone()), Some(record))
-        }
+        (None, Some(bound)) if !resumed => (Some(bound.clone()), Some(bound.record())),
         (None, Some(bound)) => {
             warnings.push(format!(
                 "session {} was started on this machine and keeps running here; environment `{}` was not used",
@@ -667,6 +683,7 @@ pub fn open_session(mut setup: SessionSetup) -> Result<OpenedSession, SessionErr
         fsync: setup.fsync,
         parent: link.clone(),
         pool: setup.model_pool.clone(),
+        environments: setup.extensions.environments.clone(),
     });
     warnings.extend(setup.model_pool.warnings.iter().cloned());
     // After the subagent host copied the context: subagents cannot reach the user.
