@@ -329,13 +329,13 @@ fn open(
     host: &SessionHost,
     cx: &ConnectionTo<Client>,
     sessions: &Sessions,
-    (cwd, resume): (&Path, Resume),
+    (cwd, resume, environment): (&Path, Resume, Option<&str>),
     servers: serde_json::Value,
     login: &LoginCheck,
 ) -> Result<Started, AcpError> {
     let loading = matches!(resume, Resume::Id(_));
     let opened = host
-        .open(cwd, resume, Some(&servers))
+        .open_on(cwd, resume, Some(&servers), environment)
         .map_err(|err| open_error(&err, login))?;
     let mode = mode_of(&opened.agent.handle);
     let id = opened.session.state.id.clone();
@@ -473,11 +473,23 @@ pub async fn serve(
             async move |request: NewSessionRequest, responder, cx| {
                 let cwd: PathBuf = request.cwd;
                 let servers = convert::mcp_servers_json(&request.mcp_servers);
+                // `_meta.environment`: a declared execution environment to bind the session to.
+                let environment = match request.meta.as_ref().and_then(|m| m.get("environment")) {
+                    None | Some(serde_json::Value::Null) => None,
+                    Some(serde_json::Value::String(id)) => Some(id.clone()),
+                    Some(other) => {
+                        return responder.respond_with_error(AcpError::invalid_params().data(
+                            serde_json::Value::from(format!(
+                                "_meta.environment must be the id of a declared environment (a string), got {other}"
+                            )),
+                        ));
+                    }
+                };
                 match open(
                     &new_host,
                     &cx,
                     &s_new,
-                    (&cwd, Resume::New),
+                    (&cwd, Resume::New, environment.as_deref()),
                     servers,
                     &new_login,
                 ) {
@@ -509,7 +521,7 @@ pub async fn serve(
                     &load_host,
                     &cx,
                     &s_load,
-                    (&request.cwd, Resume::Id(id)),
+                    (&request.cwd, Resume::Id(id), None),
                     servers,
                     &load_login,
                 ) {

@@ -61,6 +61,16 @@ impl SessionFactory for ServerSessions {
         resume: &Resume,
         mcp_servers: Option<&serde_json::Value>,
     ) -> Result<(SessionSetup, Arc<dyn SessionExtras>), String> {
+        self.setup_on(cwd, resume, mcp_servers, None)
+    }
+
+    fn setup_on(
+        &self,
+        cwd: &Path,
+        resume: &Resume,
+        mcp_servers: Option<&serde_json::Value>,
+        environment: Option<&str>,
+    ) -> Result<(SessionSetup, Arc<dyn SessionExtras>), String> {
         let model = resolve_model(&self.config, self.args.model.as_deref())
             .map_err(|e| format!("{e:#}"))?;
         // Editors and the browser cannot answer a trust question: only a recorded trust (or
@@ -91,16 +101,16 @@ impl SessionFactory for ServerSessions {
             Resume::New => agent_choice(&self.args),
             Resume::Id(_) | Resume::Latest => Default::default(),
         };
-        // New sessions bind `[environments] default`; resumed ones reconnect where they ran.
+        // New sessions bind the requested environment (or `[environments] default`); resumed
+        // ones reconnect where they ran.
         let (environments, environment_warnings) =
             crate::environments::declared(&self.config, cwd, trusted);
         for warning in &environment_warnings {
             eprintln!("{}: {warning}", self.label);
         }
         let binding = match resume {
-            Resume::New => {
-                crate::environments::bind_new(&environments, None).map_err(|e| format!("{e:#}"))?
-            }
+            Resume::New => crate::environments::bind_new(&environments, environment)
+                .map_err(|e| format!("{e:#}"))?,
             Resume::Id(_) | Resume::Latest => None,
         };
         let setup = SessionSetup {

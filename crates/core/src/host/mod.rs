@@ -78,6 +78,24 @@ pub trait SessionFactory: Send + Sync + 'static {
         mcp_servers: Option<&serde_json::Value>,
     ) -> Result<(SessionSetup, Arc<dyn SessionExtras>), String>;
 
+    /// [`SessionFactory::setup`] of a new session bound to the declared execution environment
+    /// `environment` (`local` = this machine; `None` = the declared default). A factory that
+    /// cannot reach environments refuses any id, so nothing silently runs here instead.
+    fn setup_on(
+        &self,
+        cwd: &Path,
+        resume: &Resume,
+        mcp_servers: Option<&serde_json::Value>,
+        environment: Option<&str>,
+    ) -> Result<(SessionSetup, Arc<dyn SessionExtras>), String> {
+        match environment {
+            None => self.setup(cwd, resume, mcp_servers),
+            Some(id) => Err(format!(
+                "this front end cannot bind a session to environment `{id}`; start it without one"
+            )),
+        }
+    }
+
     /// Problems found while opening `session_id` (invalid hooks, skipped agent files), for a
     /// front end that shows them outside the session (stderr); they are also in
     /// [`OpenedSession::warnings`].
@@ -129,12 +147,30 @@ impl SessionHost {
         resume: Resume,
         mcp_servers: Option<&serde_json::Value>,
     ) -> Result<OpenedSession, HostError> {
+        self.open_on(cwd, resume, mcp_servers, None)
+    }
+
+    /// [`SessionHost::open`] of a new session bound to the declared execution environment
+    /// `environment` (ACP's `_meta.environment`, the web's `metadata.environment`). A resumed
+    /// session stays where its journal says, so it takes no environment.
+    pub fn open_on(
+        &self,
+        cwd: &Path,
+        resume: Resume,
+        mcp_servers: Option<&serde_json::Value>,
+        environment: Option<&str>,
+    ) -> Result<OpenedSession, HostError> {
         if !cwd.is_absolute() || !cwd.is_dir() {
             return Err(HostError::BadDirectory(cwd.to_owned()));
         }
+        if let (Some(id), Resume::Id(_) | Resume::Latest) = (environment, &resume) {
+            return Err(HostError::Setup(format!(
+                "environment `{id}` binds new sessions only; a resumed session reconnects to the environment it was started on"
+            )));
+        }
         let (setup, extras) = self
             .factory
-            .setup(cwd, &resume, mcp_servers)
+            .setup_on(cwd, &resume, mcp_servers, environment)
             .map_err(HostError::Setup)?;
         let opened = open_session(SessionSetup { resume, ..setup })?;
         let id = opened.session.state.id.clone();
