@@ -94,16 +94,35 @@ pub type EnvironmentResolver = Arc<
         + Sync,
 >;
 
+/// Where a resumed session's tools move to (TUI `/environment <id>`, at a turn boundary).
+#[derive(Clone)]
+pub enum EnvironmentSwitch {
+    To(EnvironmentBinding),
+    /// Back to this machine, in the session's working directory here.
+    Local,
+}
+
+/// The id an `environment.bind` record uses for this machine (after a switch back).
+pub const LOCAL_ENVIRONMENT: &str = "local";
+
 /// The reminder that tells the model where its tools run (journaled with the binding).
 pub fn environment_reminder(
     bind: &kimi_protocol::record::EnvironmentBind,
 ) -> kimi_protocol::Message {
-    let text = format!(
-        "<system-reminder>\nThis session's tools run on the remote environment `{}` ({}), not on the user's machine: \
+    let text = if bind.id == LOCAL_ENVIRONMENT {
+        format!(
+            "<system-reminder>\nThis session's tools now run on the user's machine again ({} {}, shell {}), in {}. \
+             Paths of the environment used before mean nothing here.\n</system-reminder>",
+            bind.os, bind.arch, bind.shell, bind.cwd
+        )
+    } else {
+        format!(
+            "<system-reminder>\nThis session's tools run on the remote environment `{}` ({}), not on the user's machine: \
          {} {}, shell {}, working directory {}. Read, Write, Edit, Grep, Glob and Bash act on files and processes there; \
          paths are that machine's.\n</system-reminder>",
-        bind.id, bind.kind, bind.os, bind.arch, bind.shell, bind.cwd
-    );
+            bind.id, bind.kind, bind.os, bind.arch, bind.shell, bind.cwd
+        )
+    };
     let mut message = kimi_protocol::Message::new(
         kimi_protocol::Role::User,
         vec![kimi_protocol::ContentPart::text(text)],
@@ -192,6 +211,8 @@ pub struct SessionExtensions {
     pub environment_resolver: Option<EnvironmentResolver>,
     /// The declared environments subagents may be placed on; `None` = only the session's.
     pub environments: Option<Arc<dyn EnvironmentCatalog>>,
+    /// Move a resumed session's tools elsewhere (journaled with a reminder).
+    pub environment_switch: Option<EnvironmentSwitch>,
     /// Hooks contributed by plugins (bound to their plugin root with
     /// [`crate::hooks::HookDef::for_plugin`]); they run next to config.toml's `[[hooks]]`.
     pub hooks: Vec<crate::hooks::HookDef>,
@@ -476,7 +497,30 @@ pub fn open_session(mut setup: SessionSetup) -> Result<OpenedSession, SessionErr
     }
     // Where the tools act: the journaled binding of a resumed session (reconnected), the
     // requested environment of a new one, or this machine.
+    let switch = setup
+        .extensions
+        .environment_switch
+        .clone()
+        .filter(|_| resumed);
     let (binding, new_bind) = match (&restored.environment, &setup.extensions.environment) {
+        _ if switch.is_some() => match switch {
+            Some(EnvironmentSwitch::To(bound)) => (Some(bound.clone()), Some(bound.record())),
+            Some(EnvironmentSwitch::Local) | None => {
+                let local = kimi_tools::environment::Local::shared();
+                let info = local.info();
+                let record = kimi_protocol::record::EnvironmentBind {
+                    id: LOCAL_ENVIRONMENT.to_owned(),
+                    kind: info.kind.clone(),
+                    cwd: setup.cwd.display().to_string(),
+                    os: info.os.clone(),
+                    arch: info.arch.clone(),
+                    shell: info.shell.clone(),
+                };
+                (None, Some(record))
+            }
+        },
+        // Switched back to this machine earlier.
+        (Some(record), _) if record.id == LOCAL_ENVIRONMENT => (None, None),
         (Some(record), _) => {
             let Some(resolver) = &setup.extensions.environment_resolver else {
                 return Err(SessionError::Environment(format!(

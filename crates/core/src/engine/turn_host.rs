@@ -123,8 +123,16 @@ impl BatchHost for TurnHost<'_> {
         let environment = &self.rt.config.tool_ctx.environment;
         let targeted = format!("{action} on {}", environment.info().label());
         let action = if !environment.is_local()
-            && ["Bash", "Read", "Write", "Edit", "Grep", "Glob", "ReadMediaFile"]
-                .contains(&call.name.as_str())
+            && [
+                "Bash",
+                "Read",
+                "Write",
+                "Edit",
+                "Grep",
+                "Glob",
+                "ReadMediaFile",
+            ]
+            .contains(&call.name.as_str())
         {
             targeted.as_str()
         } else {
