@@ -42,8 +42,8 @@ struct TuiSessions {
     agent: Mutex<AgentChoice>,
     /// Skills and MCP servers, shared by every session this launch opens.
     extensions: Mutex<Option<Arc<Extensions>>>,
-    /// The declared execution environments.
-    environments: kimi_config::environments::Environments,
+    /// The declared execution environments and the `/environment` switch a reopen applies.
+    environments: Arc<crate::environment_command::TuiEnvironments>,
     /// `--environment`: binds the first session only (later new sessions use the default).
     environment: Mutex<Option<String>>,
 }
@@ -70,18 +70,25 @@ impl SessionFactory for TuiSessions {
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .take();
+        let environments = self.environments.envs();
         let binding = match resume {
-            Resume::New => crate::environments::bind_new(&self.environments, requested.as_deref())
+            Resume::New => crate::environments::bind_new(&environments, requested.as_deref())
                 .map_err(|e| format!("{e:#}"))?,
             Resume::Id(_) | Resume::Latest => None,
         };
+        let mut session_extensions = crate::environments::with_environment(
+            extensions.session(),
+            cwd,
+            &environments,
+            binding,
+        );
+        // `/environment <id>` reopens the session to move its tools.
+        if matches!(resume, Resume::Id(_)) {
+            session_extensions.environment_switch = self.environments.take_switch();
+        }
         let setup = SessionSetup {
             agent,
-            extensions: crate::environments::with_environment(
-                extensions.session(),
-                &self.environments,
-                binding,
-            ),
+            extensions: session_extensions,
             ..setup(
                 self.home.clone(),
                 cwd.to_owned(),
@@ -115,6 +122,8 @@ struct Launch {
     config: Arc<Config>,
     /// The `/login` waiting for approval, to cancel with Esc.
     login: Mutex<Option<tokio_util::sync::CancellationToken>>,
+    /// `/environment`.
+    environments: Arc<crate::environment_command::TuiEnvironments>,
 }
 
 /// `/login [global]` in the terminal: the device flow off the host loop, its code shown in the
@@ -288,6 +297,16 @@ impl Launch {
                 .iter()
                 .map(|d| d.display().to_string())
                 .collect(),
+            environment: crate::environment_command::footer_label(
+                opened
+                    .agent
+                    .handle
+                    .runtime()
+                    .config
+                    .tool_ctx
+                    .environment
+                    .info(),
+            ),
         }
     }
 
@@ -421,6 +440,27 @@ async fn serve(
             }
         }
         HostRequest::Providers { args } => reply(providers_command(launch, &args)).await,
+        HostRequest::Environment { args } => {
+            let here = opened
+                .agent
+                .handle
+                .runtime()
+                .config
+                .tool_ctx
+                .environment
+                .info()
+                .clone();
+            // Connecting blocks (bounded); the UI shows the answer when it is done.
+            let outcome = tokio::task::block_in_place(|| launch.environments.run(&args, &here));
+            match outcome {
+                crate::environment_command::Outcome::Reply(update) => reply(update).await,
+                crate::environment_command::Outcome::Reopen(notice) => {
+                    tracing::info!("{notice}");
+                    reply(HostUpdate::Notice(notice)).await;
+                    return Ok(Served::Reopen);
+                }
+            }
+        }
         HostRequest::ExportDebugZip => {
             let id = &opened.session.state.id;
             let output = crate::export::output_path(None, &launch.cwd, id);
@@ -627,6 +667,12 @@ pub fn run(args: &RunArgs) -> anyhow::Result<u8> {
         .context("cannot start the async runtime")?;
     let (environments, environment_warnings) =
         crate::environments::declared(&config, &cwd, trusted);
+    let environments = Arc::new(crate::environment_command::TuiEnvironments::new(
+        home.clone(),
+        cwd.clone(),
+        trusted,
+        environments,
+    ));
     runtime.block_on(async move {
         let extensions =
             Arc::new(Extensions::load(&home, &cwd, &args.skills_dir, &config, trusted).await);
@@ -638,7 +684,7 @@ pub fn run(args: &RunArgs) -> anyhow::Result<u8> {
             config: config.clone(),
             agent: Mutex::new(agent_choice(args)),
             extensions: Mutex::new(Some(extensions.clone())),
-            environments,
+            environments: environments.clone(),
             environment: Mutex::new(args.environment.clone()),
         };
         let launch = Arc::new(Launch {
@@ -647,6 +693,7 @@ pub fn run(args: &RunArgs) -> anyhow::Result<u8> {
             home: home.clone(),
             config: config.clone(),
             login: Mutex::new(None),
+            environments: environments.clone(),
         });
         let opened = launch.open(resume)?;
         // Shown in the transcript, where the user sees them (stderr would scroll away).
@@ -677,6 +724,19 @@ pub fn run(args: &RunArgs) -> anyhow::Result<u8> {
             editor_command: editor,
         };
         let (ui, channels) = SessionChannels::pair(1024);
+        // Edits of the declarations apply while the UI runs; each re-read is shown.
+        let watch_updates = channels.host_updates.clone();
+        crate::environments::watch(
+            home.clone(),
+            cwd.clone(),
+            trusted,
+            environments.initial.clone(),
+            move |line| {
+                if let Err(e) = watch_updates.try_send(HostUpdate::Notice(line)) {
+                    tracing::warn!("cannot show an environment re-read: {e}");
+                }
+            },
+        );
         // In the background; a failure becomes a notice in the transcript.
         if let Some(refresh) = crate::model_refresh::spawn(&home, &config) {
             let updates = channels.host_updates.clone();

@@ -38,6 +38,7 @@ pub enum Command {
     Init,
     Login,
     Provider,
+    Environment,
     Exit,
     Version,
 }
@@ -229,6 +230,13 @@ pub const COMMANDS: &[CommandSpec] = &[
         &["providers"],
         Always,
         "list the providers, or remove <id>",
+    ),
+    spec(
+        Command::Environment,
+        "environment",
+        &["env"],
+        Idle,
+        "list environments, switch to <id> (or local), reconnect, add",
     ),
     spec(Command::Exit, "exit", &["quit", "q"], Idle, "quit"),
     spec(Command::Version, "version", &[], Always, "show the version"),

@@ -43,6 +43,10 @@ pub enum HostRequest {
     /// `/provider`: list the providers of `config.toml` (answered with a `Notice`);
     /// `/provider remove <id>` deletes one and its models.
     Providers { args: String },
+    /// `/environment [list | <id> | local | reconnect | add …]`: list the declared execution
+    /// environments with their status, move this session's tools (at a turn boundary;
+    /// answered with `SessionSwitched`), reconnect, or declare one (answered with a `Notice`).
+    Environment { args: String },
 }
 
 /// One row of the task browser (`Event::TaskList`).
@@ -86,6 +90,8 @@ pub struct SessionInfo {
     pub swarm_mode: bool,
     /// The workspace directories besides the working directory (`--add-dir`, `local.toml`).
     pub additional_dirs: Vec<String>,
+    /// Where the tools run when not on this machine (`ssh:dev-box`, or the id), for the footer.
+    pub environment: Option<String>,
 }
 
 impl Default for SessionInfo {
@@ -103,6 +109,7 @@ impl Default for SessionInfo {
             plan_mode: false,
             swarm_mode: false,
             additional_dirs: Vec::new(),
+            environment: None,
         }
     }
 }

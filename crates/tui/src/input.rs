@@ -547,6 +547,9 @@ impl App {
             Command::Provider => self.emit(UiAction::Host(HostRequest::Providers {
                 args: args.to_owned(),
             })),
+            Command::Environment => self.emit(UiAction::Host(HostRequest::Environment {
+                args: args.to_owned(),
+            })),
             Command::Exit => self.emit(UiAction::Exit),
             Command::Version => {
                 let v = self.info.version.clone();
