@@ -104,19 +104,18 @@ impl SessionFactory for ServerSessions {
         // New sessions bind the requested environment (or `[environments] default`); resumed
         // ones reconnect where they ran.
         // Re-read for every new session, so edits to the declarations apply without a restart.
-        let (environments, environment_warnings) = match crate::environments::reload(
-            &self.home, cwd, trusted,
-        ) {
-            Ok(read) => read,
-            Err(e) => {
-                let (envs, mut warnings) =
-                    crate::environments::declared(&self.config, cwd, trusted);
-                warnings.push(format!(
+        let (environments, environment_warnings) =
+            match crate::environments::reload(&self.home, cwd, trusted) {
+                Ok(read) => read,
+                Err(e) => {
+                    let (envs, mut warnings) =
+                        crate::environments::declared(&self.config, cwd, trusted);
+                    warnings.push(format!(
                     "environments were not re-read ({e}); the declarations read at start-up apply"
                 ));
-                (envs, warnings)
-            }
-        };
+                    (envs, warnings)
+                }
+            };
         for warning in &environment_warnings {
             eprintln!("{}: {warning}", self.label);
         }
