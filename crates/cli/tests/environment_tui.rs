@@ -42,7 +42,7 @@ struct Session {
 }
 
 impl Session {
-    fn spawn(work: &Path, home: &Path, base_url: &str) -> Self {
+    fn spawn(work: &Path, home: &Path, base_url: &str, args: &[&str]) -> Self {
         let master = openpt(OpenptFlags::RDWR | OpenptFlags::NOCTTY).unwrap();
         grantpt(&master).unwrap();
         unlockpt(&master).unwrap();
@@ -63,7 +63,7 @@ impl Session {
         // controlling terminal and becomes `kimi-rs`.
         let child = Command::new(std::env::current_exe().unwrap())
             .args(["exec_in_new_session", "--exact", "--nocapture", "--quiet"])
-            .env(EXEC_ENV, "1")
+            .env(EXEC_ENV, serde_json::to_string(args).unwrap())
             .current_dir(work)
             .env("KIMI_RS_HOME", home)
             .env("HOME", home)
@@ -190,12 +190,20 @@ impl Drop for Session {
 /// `kimi-rs`. In a normal test run it does nothing.
 #[test]
 fn exec_in_new_session() {
-    if std::env::var_os(EXEC_ENV).is_none() {
+    let Some(args) = std::env::var_os(EXEC_ENV) else {
         return;
-    }
+    };
+    let args: Vec<String> = serde_json::from_str(args.to_str().unwrap()).unwrap();
     rustix::process::setsid().unwrap();
-    let err = Command::new(BIN).env_remove(EXEC_ENV).exec();
+    let err = Command::new(BIN).args(args).env_remove(EXEC_ENV).exec();
     panic!("cannot run kimi-rs: {err}");
+}
+
+fn declaration(marker: &str, cwd: &Path) -> String {
+    format!(
+        "[environments.pod-0]\ncommand = \"{BIN}\"\nargs = [\"exec-server\"]\nenv = {{ KIMI_TARGET = \"{marker}\" }}\ndefaultCwd = \"{}\"\n",
+        cwd.display()
+    )
 }
 
 fn find(hay: &[u8], needle: &[u8]) -> Option<usize> {
@@ -229,7 +237,7 @@ async fn environment_moves_the_session_to_a_target_and_back_in_a_real_terminal()
     let base_url = server.base_url();
     let (work_path, home_path) = (work.path().to_owned(), home.path().to_owned());
     tokio::task::spawn_blocking(move || {
-        let mut s = Session::spawn(&work_path, &home_path, &base_url);
+        let mut s = Session::spawn(&work_path, &home_path, &base_url, &[]);
         s.wait_for("the prompt", |t| t.contains("ask anything"));
         s.send(b"/environment\r");
         s.wait_for("the list", |t| {
@@ -292,5 +300,90 @@ async fn environment_moves_the_session_to_a_target_and_back_in_a_real_terminal()
     assert!(
         last.contains("now run on the user's machine again"),
         "{last}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn edited_declarations_apply_live_and_the_old_connection_drains() {
+    let work = tempfile::tempdir().unwrap();
+    let home = tempfile::tempdir().unwrap();
+    let target = tempfile::tempdir().unwrap();
+    let target_cwd = std::fs::canonicalize(target.path()).unwrap();
+    let config = home.path().join("config.toml");
+    std::fs::write(&config, declaration("first-executor", &target_cwd)).unwrap();
+    let fifo = target_cwd.join("gate");
+    common::mkfifo(&fifo);
+    // The first Bash is in flight (blocked on the fifo) while the declaration changes.
+    let gated = json!({ "command": format!("cat {} > /dev/null; {WHERE}", fifo.display()) });
+    let bash = json!({ "command": WHERE }).to_string();
+    let server = ScriptServer::start(vec![
+        ScriptTurn::tool_calls(&[("c_inflight", "Bash", &gated.to_string())]),
+        ScriptTurn::tool_calls(&[("c_after", "Bash", &bash)]),
+        ScriptTurn::text("FIRST-DONE"),
+        ScriptTurn::tool_calls(&[("c_removed", "Bash", &bash)]),
+        ScriptTurn::text("SECOND-DONE"),
+    ])
+    .await
+    .unwrap();
+    let base_url = server.base_url();
+    let (work_path, home_path) = (work.path().to_owned(), home.path().to_owned());
+    let cwd = target_cwd.clone();
+    tokio::task::spawn_blocking(move || {
+        let mut s = Session::spawn(
+            &work_path,
+            &home_path,
+            &base_url,
+            &["--yolo", "--environment", "pod-0"],
+        );
+        s.wait_for("the prompt on pod-0", |t| {
+            t.contains("ask anything") && t.contains("pod-0 · ")
+        });
+        s.send(b"go\r");
+        // The Bash reads the fifo: it runs on the first executor now.
+        let mut gate = common::open_fifo_writer(&fifo);
+        std::fs::write(&config, declaration("second-executor", &cwd)).unwrap();
+        s.wait_for("the re-read", |t| {
+            t.contains("environments re-read: pod-0 (connections of pod-0 drain")
+        });
+        gate.write_all(b"open\n").unwrap();
+        drop(gate);
+        s.wait_for("the first answer", |t| {
+            t.contains("FIRST-DONE") && !t.contains("esc to interrupt")
+        });
+        std::fs::write(&config, "").unwrap();
+        s.wait_for("the removal", |t| {
+            t.contains("environments re-read: none declared")
+        });
+        s.send(b"again\r");
+        s.wait_for("the second answer", |t| t.contains("SECOND-DONE"));
+        s.send(b"\x04");
+    })
+    .await
+    .unwrap();
+
+    let requests = server.requests();
+    let result = |id: &str| {
+        requests
+            .iter()
+            .find_map(|r| tool_results(&r.body).into_iter().find(|(i, _)| i == id))
+            .map(|(_, text)| text)
+            .unwrap_or_else(|| panic!("no result for {id}"))
+    };
+    let cwd = target_cwd.display();
+    assert_eq!(
+        result("c_inflight").trim_end(),
+        format!("KIMI_TARGET=first-executor in {cwd}"),
+        "the call in flight finished on the old connection"
+    );
+    assert_eq!(
+        result("c_after").trim_end(),
+        format!("KIMI_TARGET=second-executor in {cwd}"),
+        "the next call used the new declaration"
+    );
+    let removed = result("c_removed");
+    assert!(
+        removed.contains("environment.not_found: environment `pod-0` is no longer declared")
+            && removed.contains("Nothing was run on this machine"),
+        "{removed}"
     );
 }
