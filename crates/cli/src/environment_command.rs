@@ -11,7 +11,6 @@ use std::sync::{Mutex, PoisonError};
 use kimi_config::environments::{Environments, Launcher, PROJECT_FILE, check_id};
 use kimi_core::session::EnvironmentSwitch;
 use kimi_tools::EnvironmentInfo;
-use kimi_tui::HostUpdate;
 use toml_edit::{Array, DocumentMut, Item, Table, value};
 
 const USAGE: &str = "/environment (list) · /environment <id> | local (move this session's tools) · /environment reconnect · \
@@ -19,7 +18,8 @@ const USAGE: &str = "/environment (list) · /environment <id> | local (move this
 
 /// What `/environment` did.
 pub enum Outcome {
-    Reply(HostUpdate),
+    Notice(String),
+    Error(String),
     /// Reopen the session so the switch taken by the factory applies; the notice says where.
     Reopen(String),
 }
@@ -85,13 +85,12 @@ impl TuiEnvironments {
     /// connects (bounded by the connect timeout).
     pub fn run(&self, args: &str, here: &EnvironmentInfo) -> Outcome {
         let words: Vec<&str> = args.split_whitespace().collect();
-        let error =
-            |text: String| Outcome::Reply(HostUpdate::Error(format!("/environment: {text}")));
+        let error = |text: String| Outcome::Error(format!("/environment: {text}"));
         match words.as_slice() {
-            [] | ["list"] => Outcome::Reply(HostUpdate::Notice(self.list(here))),
-            ["local"] if here.kind == "local" => Outcome::Reply(HostUpdate::Notice(
-                "This session's tools already run on this machine.".to_owned(),
-            )),
+            [] | ["list"] => Outcome::Notice(self.list(here)),
+            ["local"] if here.kind == "local" => {
+                Outcome::Notice("This session's tools already run on this machine.".to_owned())
+            }
             ["local"] => {
                 self.set_switch(EnvironmentSwitch::Local);
                 Outcome::Reopen(format!(
@@ -101,16 +100,16 @@ impl TuiEnvironments {
                 ))
             }
             ["reconnect"] => match self.reconnect(here) {
-                Ok(text) => Outcome::Reply(HostUpdate::Notice(text)),
+                Ok(text) => Outcome::Notice(text),
                 Err(text) => error(text),
             },
             ["add", rest @ ..] => match self.add(rest) {
-                Ok(text) => Outcome::Reply(HostUpdate::Notice(text)),
+                Ok(text) => Outcome::Notice(text),
                 Err(text) => error(text),
             },
-            [id] if *id == here.id => Outcome::Reply(HostUpdate::Notice(format!(
-                "This session's tools already run on `{id}`."
-            ))),
+            [id] if *id == here.id => {
+                Outcome::Notice(format!("This session's tools already run on `{id}`."))
+            }
             [id] => {
                 let envs = self.envs();
                 if envs.get(id).is_none() {

@@ -453,7 +453,12 @@ async fn serve(
             // Connecting blocks (bounded); the UI shows the answer when it is done.
             let outcome = tokio::task::block_in_place(|| launch.environments.run(&args, &here));
             match outcome {
-                crate::environment_command::Outcome::Reply(update) => reply(update).await,
+                crate::environment_command::Outcome::Notice(text) => {
+                    reply(HostUpdate::Notice(text)).await;
+                }
+                crate::environment_command::Outcome::Error(text) => {
+                    reply(HostUpdate::Error(text)).await;
+                }
                 crate::environment_command::Outcome::Reopen(notice) => {
                     tracing::info!("{notice}");
                     reply(HostUpdate::Notice(notice)).await;

@@ -125,7 +125,6 @@ fn acp_session_new_binds_the_environment_in_meta_and_approvals_name_it() {
         json!({"sessionId": session, "prompt": [{"type": "text", "text": "where are you?"}]}),
     );
     assert_eq!(done["result"]["stopReason"], "end_turn", "{done}");
-    drop(call);
 
     assert_eq!(
         result(&fx, "c_where").trim_end(),

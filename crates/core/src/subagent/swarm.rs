@@ -110,7 +110,7 @@ struct Member {
 /// How one member ended.
 #[derive(Debug, Clone)]
 enum Fate {
-    Ran(RunOutcome),
+    Ran(Box<RunOutcome>),
     /// It could not be started (the message says why).
     Refused {
         agent_id: Option<String>,
@@ -289,7 +289,7 @@ async fn run_members(
             tokio::select! {
                 Some((index, agent_id, result)) = running.next(), if !running.is_empty() => {
                     fates[index] = Some(match result {
-                        Ok(outcome) => Fate::Ran(outcome),
+                        Ok(outcome) => Fate::Ran(Box::new(outcome)),
                         Err(err) => Fate::Refused { agent_id: Some(agent_id), error: err.to_string() },
                     });
                 }
@@ -301,7 +301,7 @@ async fn run_members(
             match running.next().await {
                 Some((index, agent_id, result)) => {
                     fates[index] = Some(match result {
-                        Ok(outcome) => Fate::Ran(outcome),
+                        Ok(outcome) => Fate::Ran(Box::new(outcome)),
                         Err(err) => Fate::Refused {
                             agent_id: Some(agent_id),
                             error: err.to_string(),
@@ -371,10 +371,8 @@ fn report(description: &str, members: &[Member], fates: &[Fate]) -> (String, boo
                 "The swarm was cancelled before this agent started.".to_owned(),
             ),
         };
-        if let Fate::Ran(RunOutcome {
-            worktree: Some(tree),
-            ..
-        }) = fate
+        if let Fate::Ran(outcome) = fate
+            && let Some(tree) = &outcome.worktree
         {
             body = format!("{}\n\n{}", body.trim(), tree.describe());
         }
