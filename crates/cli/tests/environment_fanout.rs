@@ -4,6 +4,7 @@
 //! subagent on that target; `AgentSwarm` with `environments = "pod-*"` spreads its items over
 //! the three, one each, and assembles the reports locally. A Bash call reads the marker of its
 //! parent process (the executor that spawned it), so each result proves which target ran it.
+//! A placed subagent resumed later reconnects to its target.
 //! Only the model is scripted.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -82,6 +83,12 @@ fn agent_and_swarm_place_subagents_on_declared_environments() {
                 "AgentSwarm",
                 r#"{"description":"spread","prompt_template":"Work on {{item}} where you run.","items":["ITEM-ALPHA","ITEM-BETA","ITEM-GAMMA"],"environments":"pod-*"}"#,
             )]),
+            // A placed subagent resumed later runs where it ran before.
+            ScriptTurn::tool_calls(&[(
+                "c_resume",
+                "Agent",
+                r#"{"resume":"agent-2","prompt":"RESUME-BETA: where are you now?","description":"again"}"#,
+            )]),
             ScriptTurn::text("All targets reported."),
         ],
     );
@@ -104,6 +111,7 @@ fn agent_and_swarm_place_subagents_on_declared_environments() {
     ] {
         push_worker(&fx, marker, name);
     }
+    push_worker(&fx, "RESUME-BETA", "resumed");
 
     let run = fx.run(&["-p", "Spread the work."]);
     assert_eq!(run.code, Some(0), "{run:?}");
@@ -111,7 +119,13 @@ fn agent_and_swarm_place_subagents_on_declared_environments() {
     let requests = fx.requests();
 
     // Each subagent's shell was spawned by its own target's executor, in that target's cwd.
-    for (name, target) in [("solo", 2), ("alpha", 0), ("beta", 1), ("gamma", 2)] {
+    for (name, target) in [
+        ("solo", 2),
+        ("alpha", 0),
+        ("beta", 1),
+        ("gamma", 2),
+        ("resumed", 1),
+    ] {
         assert_eq!(
             result(&requests, &format!("c_where_{name}")).trim_end(),
             format!("KIMI_TARGET=pod-{target} in {}", cwds[target].display()),
@@ -155,6 +169,10 @@ fn agent_and_swarm_place_subagents_on_declared_environments() {
         "{unknown}"
     );
     let swarm = result(&requests, "c_swarm");
+    assert!(
+        swarm.contains(r#"agent_id="agent-2" item="ITEM-BETA""#),
+        "the resume below continues the ITEM-BETA agent: {swarm}"
+    );
     for (item, target, name) in [
         ("ITEM-ALPHA", 0, "alpha"),
         ("ITEM-BETA", 1, "beta"),
