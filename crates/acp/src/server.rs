@@ -367,9 +367,10 @@ impl Shared {
 
 /// How a session is opened: new, loaded (its conversation replayed to the editor) or resumed
 /// (not replayed: the editor shows it already).
-#[derive(Clone, Copy, PartialEq, Eq)]
+#[derive(Clone, PartialEq, Eq)]
 enum Opening {
-    New,
+    /// A new session, bound to the declared execution environment when one is named.
+    New(Option<String>),
     Load,
     Resume,
 }
@@ -408,9 +409,13 @@ fn open(
             )) as Arc<dyn kimi_tools::Environment>
         }) as kimi_core::session::EnvironmentWrap
     });
+    let environment = match &opening {
+        Opening::New(environment) => environment.clone(),
+        Opening::Load | Opening::Resume => None,
+    };
     let opened = shared
         .host
-        .open_with(cwd, resume, Some(&servers), wrap)
+        .open_full(cwd, resume, Some(&servers), environment.as_deref(), wrap)
         .map_err(|err| open_error(&err, &shared.login))?;
     let mode = mode_of(&opened.agent.handle);
     let id = opened.session.state.id.clone();
@@ -770,7 +775,24 @@ pub async fn serve(
         .on_receive_request(
             async move |request: NewSessionRequest, responder, cx| {
                 let servers = convert::mcp_servers_json(&request.mcp_servers);
-                match open(&s4, &cx, (&request.cwd, Resume::New, Opening::New), servers) {
+                // `_meta.environment`: a declared execution environment to bind the session to.
+                let environment = match request.meta.as_ref().and_then(|m| m.get("environment")) {
+                    None | Some(serde_json::Value::Null) => None,
+                    Some(serde_json::Value::String(id)) => Some(id.clone()),
+                    Some(other) => {
+                        return responder.respond_with_error(AcpError::invalid_params().data(
+                            serde_json::Value::from(format!(
+                                "_meta.environment must be the id of a declared environment (a string), got {other}"
+                            )),
+                        ));
+                    }
+                };
+                match open(
+                    &s4,
+                    &cx,
+                    (&request.cwd, Resume::New, Opening::New(environment)),
+                    servers,
+                ) {
                     Ok(opened) => {
                         responder.respond(
                             NewSessionResponse::new(opened.id.clone())

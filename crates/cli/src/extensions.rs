@@ -272,6 +272,8 @@ impl Extensions {
             // Bound per session by the front end (`crate::environments`).
             environment: None,
             environment_resolver: None,
+            environments: None,
+            environment_switch: None,
             hooks: self.plugin_hooks.clone(),
             plugin_sections: self.plugin_sections.clone(),
             agent_dirs: self.plugin_agent_dirs.clone(),

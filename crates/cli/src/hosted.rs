@@ -61,6 +61,16 @@ impl SessionFactory for ServerSessions {
         resume: &Resume,
         mcp_servers: Option<&serde_json::Value>,
     ) -> Result<(SessionSetup, Arc<dyn SessionExtras>), String> {
+        self.setup_on(cwd, resume, mcp_servers, None)
+    }
+
+    fn setup_on(
+        &self,
+        cwd: &Path,
+        resume: &Resume,
+        mcp_servers: Option<&serde_json::Value>,
+        environment: Option<&str>,
+    ) -> Result<(SessionSetup, Arc<dyn SessionExtras>), String> {
         let model = resolve_model(&self.config, self.args.model.as_deref())
             .map_err(|e| format!("{e:#}"))?;
         // Editors and the browser cannot answer a trust question: only a recorded trust (or
@@ -91,22 +101,34 @@ impl SessionFactory for ServerSessions {
             Resume::New => agent_choice(&self.args),
             Resume::Id(_) | Resume::Latest => Default::default(),
         };
-        // New sessions bind `[environments] default`; resumed ones reconnect where they ran.
+        // New sessions bind the requested environment (or `[environments] default`); resumed
+        // ones reconnect where they ran.
+        // Re-read for every new session, so edits to the declarations apply without a restart.
         let (environments, environment_warnings) =
-            crate::environments::declared(&self.config, cwd, trusted);
+            match crate::environments::reload(&self.home, cwd, trusted) {
+                Ok(read) => read,
+                Err(e) => {
+                    let (envs, mut warnings) =
+                        crate::environments::declared(&self.config, cwd, trusted);
+                    warnings.push(format!(
+                    "environments were not re-read ({e}); the declarations read at start-up apply"
+                ));
+                    (envs, warnings)
+                }
+            };
         for warning in &environment_warnings {
             eprintln!("{}: {warning}", self.label);
         }
         let binding = match resume {
-            Resume::New => {
-                crate::environments::bind_new(&environments, None).map_err(|e| format!("{e:#}"))?
-            }
+            Resume::New => crate::environments::bind_new(&environments, environment)
+                .map_err(|e| format!("{e:#}"))?,
             Resume::Id(_) | Resume::Latest => None,
         };
         let setup = SessionSetup {
             agent,
             extensions: crate::environments::with_environment(
                 extensions.session(),
+                cwd,
                 &environments,
                 binding,
             ),

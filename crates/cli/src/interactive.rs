@@ -45,8 +45,8 @@ struct TuiSessions {
     /// How `extensions` was loaded, for `/plugins reload`: `--skills-dir` and the trust.
     skills_dirs: Vec<PathBuf>,
     trusted: bool,
-    /// The declared execution environments.
-    environments: kimi_config::environments::Environments,
+    /// The declared execution environments and the `/environment` switch a reopen applies.
+    environments: Arc<crate::environment_command::TuiEnvironments>,
     /// `--environment`: binds the first session only (later new sessions use the default).
     environment: Mutex<Option<String>>,
     /// Directories `/add-dir` added for one session only, by session id (shared with the
@@ -100,18 +100,25 @@ impl SessionFactory for TuiSessions {
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .take();
+        let environments = self.environments.envs();
         let binding = match resume {
-            Resume::New => crate::environments::bind_new(&self.environments, requested.as_deref())
+            Resume::New => crate::environments::bind_new(&environments, requested.as_deref())
                 .map_err(|e| format!("{e:#}"))?,
             Resume::Id(_) | Resume::Latest => None,
         };
+        let mut session_extensions = crate::environments::with_environment(
+            extensions.session(),
+            cwd,
+            &environments,
+            binding,
+        );
+        // `/environment <id>` reopens the session to move its tools.
+        if matches!(resume, Resume::Id(_)) {
+            session_extensions.environment_switch = self.environments.take_switch();
+        }
         let setup = SessionSetup {
             agent,
-            extensions: crate::environments::with_environment(
-                extensions.session(),
-                &self.environments,
-                binding,
-            ),
+            extensions: session_extensions,
             ..setup(
                 self.home.clone(),
                 cwd.to_owned(),
@@ -149,6 +156,8 @@ struct Launch {
     login: Mutex<Option<tokio_util::sync::CancellationToken>>,
     /// `/add-dir`'s session-only directories (the factory reads them).
     session_dirs: SessionDirs,
+    /// `/environment`.
+    environments: Arc<crate::environment_command::TuiEnvironments>,
 }
 
 /// `/login [global]` in the terminal: the device flow off the host loop, its code shown in the
@@ -385,6 +394,16 @@ impl Launch {
                 .iter()
                 .map(|d| d.display().to_string())
                 .collect(),
+            environment: crate::environment_command::footer_label(
+                opened
+                    .agent
+                    .handle
+                    .runtime()
+                    .config
+                    .tool_ctx
+                    .environment
+                    .info(),
+            ),
         }
     }
 
@@ -556,6 +575,33 @@ async fn serve(
                             "Plugins, skills and MCP servers reloaded; this session now uses them."
                                 .to_owned(),
                         ),
+                    });
+                }
+            }
+        }
+        HostRequest::Environment { args } => {
+            let here = opened
+                .agent
+                .handle
+                .runtime()
+                .config
+                .tool_ctx
+                .environment
+                .info()
+                .clone();
+            // Connecting blocks (bounded); the UI shows the answer when it is done.
+            let outcome = tokio::task::block_in_place(|| launch.environments.run(&args, &here));
+            match outcome {
+                crate::environment_command::Outcome::Notice(text) => {
+                    reply(HostUpdate::Notice(text)).await;
+                }
+                crate::environment_command::Outcome::Error(text) => {
+                    reply(HostUpdate::Error(text)).await;
+                }
+                crate::environment_command::Outcome::Reopen(notice) => {
+                    tracing::info!("{notice}");
+                    return Ok(Served::Reopen {
+                        notice: Some(notice),
                     });
                 }
             }
@@ -819,6 +865,12 @@ pub fn run(args: &RunArgs) -> anyhow::Result<u8> {
         .context("cannot start the async runtime")?;
     let (environments, environment_warnings) =
         crate::environments::declared(&config, &cwd, trusted);
+    let environments = Arc::new(crate::environment_command::TuiEnvironments::new(
+        home.clone(),
+        cwd.clone(),
+        trusted,
+        environments,
+    ));
     runtime.block_on(async move {
         let extensions =
             Arc::new(Extensions::load(&home, &cwd, &args.skills_dir, &config, trusted).await);
@@ -832,7 +884,7 @@ pub fn run(args: &RunArgs) -> anyhow::Result<u8> {
             extensions: Mutex::new(Some(extensions.clone())),
             skills_dirs: args.skills_dir.clone(),
             trusted,
-            environments,
+            environments: environments.clone(),
             environment: Mutex::new(args.environment.clone()),
             session_dirs: SessionDirs::default(),
         });
@@ -845,6 +897,7 @@ pub fn run(args: &RunArgs) -> anyhow::Result<u8> {
             config: config.clone(),
             login: Mutex::new(None),
             session_dirs,
+            environments: environments.clone(),
         });
         let opened = launch.open(resume)?;
         // Shown in the transcript, where the user sees them (stderr would scroll away).
@@ -875,6 +928,19 @@ pub fn run(args: &RunArgs) -> anyhow::Result<u8> {
             editor_command: editor,
         };
         let (ui, channels) = SessionChannels::pair(1024);
+        // Edits of the declarations apply while the UI runs; each re-read is shown.
+        let watch_updates = channels.host_updates.clone();
+        crate::environments::watch(
+            home.clone(),
+            cwd.clone(),
+            trusted,
+            environments.initial.clone(),
+            move |line| {
+                if let Err(e) = watch_updates.try_send(HostUpdate::Notice(line)) {
+                    tracing::warn!("cannot show an environment re-read: {e}");
+                }
+            },
+        );
         // In the background; a failure becomes a notice in the transcript.
         if let Some(refresh) = crate::model_refresh::spawn(&home, &config) {
             let updates = channels.host_updates.clone();

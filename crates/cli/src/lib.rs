@@ -8,6 +8,7 @@ pub mod config;
 pub mod conformance;
 pub mod demo;
 pub mod doctor;
+pub mod environment_command;
 pub mod environments;
 pub mod experiments;
 pub mod export;

@@ -327,6 +327,7 @@ pub fn print_mode(args: &RunArgs, prompt: &str) -> anyhow::Result<u8> {
             agent: agent_choice(args),
             extensions: crate::environments::with_environment(
                 extensions.session(),
+                &cwd,
                 &environments,
                 binding,
             ),

@@ -60,6 +60,31 @@ pub struct EnvironmentBinding {
     pub cwd: PathBuf,
 }
 
+impl EnvironmentBinding {
+    /// The journal record of this binding (`environment.bind`).
+    pub fn record(&self) -> kimi_protocol::record::EnvironmentBind {
+        let info = self.environment.info();
+        kimi_protocol::record::EnvironmentBind {
+            id: info.id.clone(),
+            kind: info.kind.clone(),
+            cwd: self.cwd.display().to_string(),
+            os: info.os.clone(),
+            arch: info.arch.clone(),
+            shell: info.shell.clone(),
+        }
+    }
+}
+
+/// The declared environments subagents can be placed on (`Agent`'s `environment`,
+/// `AgentSwarm`'s `environments`); the front end implements it over `[environments]`.
+pub trait EnvironmentCatalog: Send + Sync {
+    /// The declared ids, sorted (read when asked, so edited declarations apply).
+    fn ids(&self) -> Vec<String>;
+    /// Connects `id` (one shared connection per environment per process; blocks up to the
+    /// connect bound) bound to its `defaultCwd`.
+    fn bind(&self, id: &str) -> Result<EnvironmentBinding, String>;
+}
+
 /// Connects the environment a resumed session's journal names (`environment.bind`).
 pub type EnvironmentResolver = Arc<
     dyn Fn(
@@ -69,16 +94,35 @@ pub type EnvironmentResolver = Arc<
         + Sync,
 >;
 
+/// Where a resumed session's tools move to (TUI `/environment <id>`, at a turn boundary).
+#[derive(Clone)]
+pub enum EnvironmentSwitch {
+    To(EnvironmentBinding),
+    /// Back to this machine, in the session's working directory here.
+    Local,
+}
+
+/// The id an `environment.bind` record uses for this machine (after a switch back).
+pub const LOCAL_ENVIRONMENT: &str = "local";
+
 /// The reminder that tells the model where its tools run (journaled with the binding).
 pub fn environment_reminder(
     bind: &kimi_protocol::record::EnvironmentBind,
 ) -> kimi_protocol::Message {
-    let text = format!(
-        "<system-reminder>\nThis session's tools run on the remote environment `{}` ({}), not on the user's machine: \
+    let text = if bind.id == LOCAL_ENVIRONMENT {
+        format!(
+            "<system-reminder>\nThis session's tools now run on the user's machine again ({} {}, shell {}), in {}. \
+             Paths of the environment used before mean nothing here.\n</system-reminder>",
+            bind.os, bind.arch, bind.shell, bind.cwd
+        )
+    } else {
+        format!(
+            "<system-reminder>\nThis session's tools run on the remote environment `{}` ({}), not on the user's machine: \
          {} {}, shell {}, working directory {}. Read, Write, Edit, Grep, Glob and Bash act on files and processes there; \
          paths are that machine's.\n</system-reminder>",
-        bind.id, bind.kind, bind.os, bind.arch, bind.shell, bind.cwd
-    );
+            bind.id, bind.kind, bind.os, bind.arch, bind.shell, bind.cwd
+        )
+    };
     let mut message = kimi_protocol::Message::new(
         kimi_protocol::Role::User,
         vec![kimi_protocol::ContentPart::text(text)],
@@ -165,6 +209,10 @@ pub struct SessionExtensions {
     /// Reconnects the environment a resumed session is bound to. Without it such a session
     /// refuses to open: its tools must never fall back to this machine.
     pub environment_resolver: Option<EnvironmentResolver>,
+    /// The declared environments subagents may be placed on; `None` = only the session's.
+    pub environments: Option<Arc<dyn EnvironmentCatalog>>,
+    /// Move a resumed session's tools elsewhere (journaled with a reminder).
+    pub environment_switch: Option<EnvironmentSwitch>,
     /// Hooks contributed by plugins (bound to their plugin root with
     /// [`crate::hooks::HookDef::for_plugin`]); they run next to config.toml's `[[hooks]]`.
     pub hooks: Vec<crate::hooks::HookDef>,
@@ -457,7 +505,30 @@ pub fn open_session(mut setup: SessionSetup) -> Result<OpenedSession, SessionErr
     }
     // Where the tools act: the journaled binding of a resumed session (reconnected), the
     // requested environment of a new one, or this machine.
+    let switch = setup
+        .extensions
+        .environment_switch
+        .clone()
+        .filter(|_| resumed);
     let (binding, new_bind) = match (&restored.environment, &setup.extensions.environment) {
+        _ if switch.is_some() => match switch {
+            Some(EnvironmentSwitch::To(bound)) => (Some(bound.clone()), Some(bound.record())),
+            Some(EnvironmentSwitch::Local) | None => {
+                let local = kimi_tools::environment::Local::shared();
+                let info = local.info();
+                let record = kimi_protocol::record::EnvironmentBind {
+                    id: LOCAL_ENVIRONMENT.to_owned(),
+                    kind: info.kind.clone(),
+                    cwd: setup.cwd.display().to_string(),
+                    os: info.os.clone(),
+                    arch: info.arch.clone(),
+                    shell: info.shell.clone(),
+                };
+                (None, Some(record))
+            }
+        },
+        // Switched back to this machine earlier.
+        (Some(record), _) if record.id == LOCAL_ENVIRONMENT => (None, None),
         (Some(record), _) => {
             let Some(resolver) = &setup.extensions.environment_resolver else {
                 return Err(SessionError::Environment(format!(
@@ -470,18 +541,7 @@ pub fn open_session(mut setup: SessionSetup) -> Result<OpenedSession, SessionErr
             let cwd = PathBuf::from(&record.cwd);
             (Some(EnvironmentBinding { environment, cwd }), None)
         }
-        (None, Some(bound)) if !resumed => {
-            let info = bound.environment.info();
-            let record = kimi_protocol::record::EnvironmentBind {
-                id: info.id.clone(),
-                kind: info.kind.clone(),
-                cwd: bound.cwd.display().to_string(),
-                os: info.os.clone(),
-                arch: info.arch.clone(),
-                shell: info.shell.clone(),
-            };
-            (Some(bound.clone()), Some(record))
-        }
+        (None, Some(bound)) if !resumed => (Some(bound.clone()), Some(bound.record())),
         (None, Some(bound)) => {
             warnings.push(format!(
                 "session {} was started on this machine and keeps running here; environment `{}` was not used",
@@ -699,6 +759,7 @@ pub fn open_session(mut setup: SessionSetup) -> Result<OpenedSession, SessionErr
         fsync: setup.fsync,
         parent: link.clone(),
         pool: setup.model_pool.clone(),
+        environments: setup.extensions.environments.clone(),
     });
     warnings.extend(setup.model_pool.warnings.iter().cloned());
     // After the subagent host copied the context: subagents cannot reach the user.

@@ -1,8 +1,7 @@
 //! Reaching an executor: the launcher command of a declared environment (`ssh`, `docker exec`
 //! or any command), the bounded handshake, the executor install for SSH targets that have none,
-//! and the process-wide pool that gives every session one shared connection per environment.
+//! (the process-wide pool of shared connections is [`crate::pool`]).
 
-use std::collections::HashMap;
 use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -136,13 +135,11 @@ pub fn launcher_command(decl: &EnvironmentDecl) -> Command {
             context,
             remote_bin,
         } => {
-            let mut cmd = Command::new("docker");
-            if let Some(context) = context {
-                cmd.args(["--context", context]);
-            }
-            cmd.args(["exec", "-i", container])
-                .arg(remote_bin.as_deref().unwrap_or("kimi-rs"))
-                .arg("exec-server");
+            // Through `sh` so `~/` and the install directory work as on SSH targets; a
+            // missing executor makes `sh` exit 127, which triggers the install.
+            let mut cmd = crate::install_docker::docker_base(context.as_deref());
+            cmd.args(["exec", "-i", container, "sh", "-c"])
+                .arg(crate::install_docker::exec_line(remote_bin.as_deref()));
             cmd
         }
         Launcher::Command { command, args, env } => {
@@ -296,6 +293,26 @@ pub fn connect(
                 })?;
                 attempt(decl, Instant::now() + CONNECT_TIMEOUT)
             }
+            (
+                Launcher::Docker {
+                    container,
+                    context,
+                    remote_bin,
+                },
+                Some(exe),
+            ) => {
+                crate::install_docker::install(
+                    context.as_deref(),
+                    container,
+                    remote_bin.as_deref(),
+                    exe,
+                )
+                .map_err(|message| ConnectError {
+                    message: format!("{}; installing the executor failed: {message}", err.message),
+                    ..err
+                })?;
+                attempt(decl, Instant::now() + CONNECT_TIMEOUT)
+            }
             _ => Err(ConnectError {
                 message: format!("{}. {}", err.message, manual_install(decl)),
                 ..err
@@ -324,8 +341,8 @@ fn manual_install(decl: &EnvironmentDecl) -> String {
         } => {
             let bin = remote_bin.as_deref().unwrap_or("/usr/local/bin/kimi-rs");
             format!(
-                "Install kimi-rs in the container: `docker cp kimi-rs {container}:{bin}` \
-                 (and set remoteBin = \"{bin}\" if it is not on PATH)"
+                "Install kimi-rs for the container's OS/arch there: `docker cp kimi-rs {container}:{bin}` \
+                 (and set remoteBin = \"{bin}\" unless it is on the container's PATH)"
             )
         }
         Launcher::Command { .. } => {
@@ -335,14 +352,14 @@ fn manual_install(decl: &EnvironmentDecl) -> String {
 }
 
 /// A remote path for a shell command line, with a leading `~/` left to the remote shell.
-fn remote_path(bin: &str) -> String {
+pub(crate) fn remote_path(bin: &str) -> String {
     match bin.strip_prefix("~/") {
         Some(rest) => format!("\"$HOME\"/{}", quote(rest)),
         None => quote(bin),
     }
 }
 
-fn quote(text: &str) -> String {
+pub(crate) fn quote(text: &str) -> String {
     format!("'{}'", text.replace('\'', "'\\''"))
 }
 
@@ -366,7 +383,7 @@ fn run_ssh(host: &str, ssh_args: &[String], script: &str, stdin: Stdio) -> Resul
     Ok(String::from_utf8_lossy(&out.stdout).into_owned())
 }
 
-fn sha256_file(path: &Path) -> Result<String, String> {
+pub(crate) fn sha256_file(path: &Path) -> Result<String, String> {
     let mut file =
         std::fs::File::open(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
     let mut hasher = sha2::Sha256::new();
@@ -388,7 +405,7 @@ fn sha256_file(path: &Path) -> Result<String, String> {
 }
 
 /// `uname -s -m` names for this build's OS and arch.
-fn local_uname() -> (&'static str, &'static [&'static str]) {
+pub(crate) fn local_uname() -> (&'static str, &'static [&'static str]) {
     let os = match std::env::consts::OS {
         "linux" => "Linux",
         "macos" => "Darwin",
@@ -451,24 +468,6 @@ pub fn install_over_ssh(
     }
     tracing::info!("installed the executor on {host} at {bin} (sha256 {expected})");
     Ok(())
-}
-
-/// One connection per environment id for the whole process, shared by every session and
-/// subagent bound to it. A dead connection stays dead for the rest of the process (calls fail
-/// with `environment.unavailable`); resuming the session in a new process reconnects.
-pub fn shared(
-    decl: &EnvironmentDecl,
-    exe: Option<&Path>,
-) -> Result<Arc<RemoteEnvironment>, ConnectError> {
-    static POOL: Mutex<Option<HashMap<String, Arc<RemoteEnvironment>>>> = Mutex::new(None);
-    let mut pool = lock(&POOL);
-    let map = pool.get_or_insert_with(HashMap::new);
-    if let Some(env) = map.get(&decl.id) {
-        return Ok(env.clone());
-    }
-    let env = Arc::new(connect(decl, exe)?);
-    map.insert(decl.id.clone(), env.clone());
-    Ok(env)
 }
 
 /// The running binary, to copy to targets that lack an executor.

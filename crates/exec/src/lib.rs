@@ -4,9 +4,12 @@
 //! executor through `ssh`, `docker exec` or any command ([`launch`]).
 
 pub mod client;
+mod install_docker;
 pub mod launch;
+pub mod pool;
 pub mod protocol;
 pub mod server;
 
 pub use client::{Connection, RemoteEnvironment};
-pub use launch::{ConnectError, connect, shared};
+pub use launch::{ConnectError, connect};
+pub use pool::{PooledEnvironment, shared};

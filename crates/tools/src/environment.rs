@@ -52,6 +52,11 @@ pub enum EnvError {
          Resume the session (`kimi-rs -S <session-id>`) to reconnect."
     )]
     Unavailable { id: String, reason: String },
+    #[error(
+        "environment.not_found: environment `{id}` is no longer declared (it was removed from config.toml or .kimi-code/environments.toml). \
+         Nothing was run on this machine. Declare it again, or move the session with /environment."
+    )]
+    NotFound { id: String },
     #[error("environment `{id}` refused the request ({code}): {message}")]
     Remote {
         id: String,

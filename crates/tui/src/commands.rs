@@ -41,6 +41,7 @@ pub enum Command {
     Login,
     Provider,
     Plugins,
+    Environment,
     Exit,
     Version,
 }
@@ -253,6 +254,13 @@ pub const COMMANDS: &[CommandSpec] = &[
         &[],
         Always,
         "installed, marketplace, install, info, enable, disable, remove, reload, mcp",
+    ),
+    spec(
+        Command::Environment,
+        "environment",
+        &["env"],
+        Idle,
+        "list environments, switch to <id> (or local), reconnect, add",
     ),
     spec(Command::Exit, "exit", &["quit", "q"], Idle, "quit"),
     spec(Command::Version, "version", &[], Always, "show the version"),

@@ -56,6 +56,10 @@ pub enum HostRequest {
     /// `Error` or a `Choose` (the installed and marketplace tabs); `reload` also reopens the
     /// session with the plugins as they are now.
     Plugins { args: String },
+    /// `/environment [list | <id> | local | reconnect | add …]`: list the declared execution
+    /// environments with their status, move this session's tools (at a turn boundary;
+    /// answered with `SessionSwitched`), reconnect, or declare one (answered with a `Notice`).
+    Environment { args: String },
 }
 
 /// One row of the task browser (`Event::TaskList`).
@@ -99,6 +103,8 @@ pub struct SessionInfo {
     pub swarm_mode: bool,
     /// The workspace directories besides the working directory (`--add-dir`, `local.toml`).
     pub additional_dirs: Vec<String>,
+    /// Where the tools run when not on this machine (`ssh:dev-box`, or the id), for the footer.
+    pub environment: Option<String>,
 }
 
 impl Default for SessionInfo {
@@ -116,6 +122,7 @@ impl Default for SessionInfo {
             plan_mode: false,
             swarm_mode: false,
             additional_dirs: Vec::new(),
+            environment: None,
         }
     }
 }

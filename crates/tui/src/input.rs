@@ -564,6 +564,9 @@ impl App {
             Command::Plugins => self.emit(UiAction::Host(HostRequest::Plugins {
                 args: args.to_owned(),
             })),
+            Command::Environment => self.emit(UiAction::Host(HostRequest::Environment {
+                args: args.to_owned(),
+            })),
             Command::Exit => self.emit(UiAction::Exit),
             Command::Version => {
                 let v = self.info.version.clone();

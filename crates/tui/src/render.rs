@@ -288,6 +288,9 @@ impl App {
         } else if self.shell_mode {
             parts.insert(0, "shell mode (ctrl-b: background)".to_owned());
         }
+        if let Some(environment) = &self.info.environment {
+            parts.insert(0, environment.clone());
+        }
         parts.push("/help".to_owned());
         Line::styled(truncate(&parts.join(" · "), width), t.text_dim)
     }

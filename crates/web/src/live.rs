@@ -437,11 +437,16 @@ impl Registry {
             ApiError::session_not_found(id)
                 .with_data(json!({"reason": "the session has no recorded working directory"}))
         })?;
-        self.open(cwd, Resume::Id(id.to_owned())).await
+        self.open(cwd, Resume::Id(id.to_owned()), None).await
     }
 
-    /// Start a new session in `cwd`.
-    pub async fn create(&self, cwd: PathBuf) -> Result<Arc<Live>, ApiError> {
+    /// Start a new session in `cwd`, bound to the declared execution environment
+    /// `environment` (`None`: the declared default).
+    pub async fn create(
+        &self,
+        cwd: PathBuf,
+        environment: Option<String>,
+    ) -> Result<Arc<Live>, ApiError> {
         if !cwd.is_absolute() || !cwd.is_dir() {
             return Err(ApiError::new(
                 code::DIRECTORY_NOT_FOUND,
@@ -452,16 +457,23 @@ impl Registry {
             ));
         }
         let _guard = self.opening.lock().await;
-        self.open(cwd, Resume::New).await
+        self.open(cwd, Resume::New, environment).await
     }
 
-    async fn open(&self, cwd: PathBuf, resume: Resume) -> Result<Arc<Live>, ApiError> {
+    async fn open(
+        &self,
+        cwd: PathBuf,
+        resume: Resume,
+        environment: Option<String>,
+    ) -> Result<Arc<Live>, ApiError> {
         let host = self.host.clone();
         let dir = cwd.clone();
-        let opened = tokio::task::spawn_blocking(move || host.open(&dir, resume, None))
-            .await
-            .map_err(|e| ApiError::internal(format!("opening the session failed: {e}")))?
-            .map_err(|err| ApiError::internal(format!("cannot open the session: {err}")))?;
+        let opened = tokio::task::spawn_blocking(move || {
+            host.open_on(&dir, resume, None, environment.as_deref())
+        })
+        .await
+        .map_err(|e| ApiError::internal(format!("opening the session failed: {e}")))?
+        .map_err(|err| ApiError::internal(format!("cannot open the session: {err}")))?;
         Ok(self.start(opened, &cwd))
     }
 

@@ -193,7 +193,18 @@ pub async fn create_session(
             ApiError::validation(hint).with_data(json!({"details": [{"field": "metadata.cwd"}]}))
         );
     };
-    let live = app.registry.create(PathBuf::from(cwd)).await?;
+    // `metadata.environment`: a declared execution environment to bind the session to.
+    let environment = match body.metadata.as_ref().and_then(|m| m.get("environment")) {
+        None | Some(Value::Null) => None,
+        Some(Value::String(id)) => Some(id.clone()),
+        Some(_) => {
+            return Err(ApiError::validation(
+                "metadata.environment must be the id of a declared environment (a string)",
+            )
+            .with_data(json!({"details": [{"field": "metadata.environment"}]})));
+        }
+    };
+    let live = app.registry.create(PathBuf::from(cwd), environment).await?;
     Ok(Data(describe(&app, &live)))
 }
 

@@ -118,6 +118,26 @@ impl BatchHost for TurnHost<'_> {
         danger: Option<&str>,
     ) -> Option<UserAnswer> {
         let request_id = rec::new_id("apr_");
+        // Approvals name the target when the call acts on a remote environment (the file
+        // and shell tools; MCP, web and agent tools run here).
+        let environment = &self.rt.config.tool_ctx.environment;
+        let targeted = format!("{action} on {}", environment.info().label());
+        let action = if !environment.is_local()
+            && [
+                "Bash",
+                "Read",
+                "Write",
+                "Edit",
+                "Grep",
+                "Glob",
+                "ReadMediaFile",
+            ]
+            .contains(&call.name.as_str())
+        {
+            targeted.as_str()
+        } else {
+            action
+        };
         let rx = self
             .rt
             .link()

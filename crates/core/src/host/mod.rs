@@ -79,6 +79,24 @@ pub trait SessionFactory: Send + Sync + 'static {
         mcp_servers: Option<&serde_json::Value>,
     ) -> Result<(SessionSetup, Arc<dyn SessionExtras>), String>;
 
+    /// [`SessionFactory::setup`] of a new session bound to the declared execution environment
+    /// `environment` (`local` = this machine; `None` = the declared default). A factory that
+    /// cannot reach environments refuses any id, so nothing silently runs here instead.
+    fn setup_on(
+        &self,
+        cwd: &Path,
+        resume: &Resume,
+        mcp_servers: Option<&serde_json::Value>,
+        environment: Option<&str>,
+    ) -> Result<(SessionSetup, Arc<dyn SessionExtras>), String> {
+        match environment {
+            None => self.setup(cwd, resume, mcp_servers),
+            Some(id) => Err(format!(
+                "this front end cannot bind a session to environment `{id}`; start it without one"
+            )),
+        }
+    }
+
     /// Problems found while opening `session_id` (invalid hooks, skipped agent files), for a
     /// front end that shows them outside the session (stderr); they are also in
     /// [`OpenedSession::warnings`].
@@ -130,7 +148,7 @@ impl SessionHost {
         resume: Resume,
         mcp_servers: Option<&serde_json::Value>,
     ) -> Result<OpenedSession, HostError> {
-        self.open_with(cwd, resume, mcp_servers, None)
+        self.open_full(cwd, resume, mcp_servers, None, None)
     }
 
     /// [`SessionHost::open`], with the front end's view over the session's environment (ACP's
@@ -142,12 +160,42 @@ impl SessionHost {
         mcp_servers: Option<&serde_json::Value>,
         wrap: Option<crate::session::EnvironmentWrap>,
     ) -> Result<OpenedSession, HostError> {
+        self.open_full(cwd, resume, mcp_servers, None, wrap)
+    }
+
+    /// [`SessionHost::open`] of a new session bound to the declared execution environment
+    /// `environment` (ACP's `_meta.environment`, the web's `metadata.environment`). A resumed
+    /// session stays where its journal says, so it takes no environment.
+    pub fn open_on(
+        &self,
+        cwd: &Path,
+        resume: Resume,
+        mcp_servers: Option<&serde_json::Value>,
+        environment: Option<&str>,
+    ) -> Result<OpenedSession, HostError> {
+        self.open_full(cwd, resume, mcp_servers, environment, None)
+    }
+
+    /// [`SessionHost::open_on`] and [`SessionHost::open_with`] together.
+    pub fn open_full(
+        &self,
+        cwd: &Path,
+        resume: Resume,
+        mcp_servers: Option<&serde_json::Value>,
+        environment: Option<&str>,
+        wrap: Option<crate::session::EnvironmentWrap>,
+    ) -> Result<OpenedSession, HostError> {
         if !cwd.is_absolute() || !cwd.is_dir() {
             return Err(HostError::BadDirectory(cwd.to_owned()));
         }
+        if let (Some(id), Resume::Id(_) | Resume::Latest) = (environment, &resume) {
+            return Err(HostError::Setup(format!(
+                "environment `{id}` binds new sessions only; a resumed session reconnects to the environment it was started on"
+            )));
+        }
         let (mut setup, extras) = self
             .factory
-            .setup(cwd, &resume, mcp_servers)
+            .setup_on(cwd, &resume, mcp_servers, environment)
             .map_err(HostError::Setup)?;
         if wrap.is_some() {
             setup.extensions.wrap_environment = wrap;

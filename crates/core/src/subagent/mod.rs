@@ -4,6 +4,7 @@
 //! policy and hooks. Its history is its own (or a fork of the caller's); it can be resumed
 //! by id, run on a pooled model ([`pool`]) and be isolated in a git worktree ([`worktree`]).
 
+mod placement;
 pub mod pool;
 mod ramp;
 mod run;
@@ -60,6 +61,8 @@ pub struct SubagentHost {
     parent: Arc<FrontLink>,
     /// `[subagent] models`: what the `model` parameter may pick.
     pub pool: ModelPool,
+    /// The declared environments `Agent`/`AgentSwarm` may place subagents on.
+    pub environments: Option<Arc<dyn crate::session::EnvironmentCatalog>>,
     /// The caller's runtime (set once it exists), whose context a `fork` copies.
     caller_runtime: OnceLock<Weak<Runtime>>,
 }
@@ -95,6 +98,9 @@ pub enum SubagentError {
         "`isolation: worktree` needs the workspace on this machine, and this session's tools run on environment `{0}`; run without `isolation`"
     )]
     RemoteWorktree(String),
+    /// The environment it was to run on cannot be reached; nothing ran on this machine instead.
+    #[error("{0}")]
+    Environment(String),
 }
 
 /// The fields of a `SubagentHost` the session fills in.
@@ -120,6 +126,7 @@ pub struct HostParts {
     /// The caller's link to its front ends (made before the caller's runtime).
     pub parent: Arc<FrontLink>,
     pub pool: ModelPool,
+    pub environments: Option<Arc<dyn crate::session::EnvironmentCatalog>>,
 }
 
 impl SubagentHost {
@@ -160,6 +167,7 @@ impl SubagentHost {
             running: Mutex::new(HashSet::new()),
             parent: parts.parent,
             pool: parts.pool,
+            environments: parts.environments,
             caller_runtime: OnceLock::new(),
         })
     }

@@ -53,6 +53,8 @@ pub struct Launch {
     pub isolation: Isolation,
     /// The call's short label (the commit message of an isolated agent's leftovers).
     pub label: String,
+    /// A declared environment to run on instead of the caller's (new agents only).
+    pub environment: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -74,6 +76,8 @@ pub struct RunOutcome {
     pub model: Option<String>,
     /// What an isolated agent's branch holds.
     pub worktree: Option<super::worktree::WorktreeReport>,
+    /// The environment it ran on when that is not the caller's.
+    pub environment: Option<String>,
 }
 
 /// Releases the agent id however the run ends (including the caller dropping the future).
@@ -283,12 +287,30 @@ impl SubagentHost {
         } else {
             Vec::new()
         };
+        // Where it runs: a resumed agent where its journal says, a new one where the call
+        // placed it, otherwise where the caller runs.
+        let (placed, new_bind) = match (&restored.environment, &launch.environment) {
+            (Some(record), _) => (Some(super::placement::reconnect(self, record).await?), None),
+            (None, Some(id)) if restored.system_prompt.is_none() => {
+                let binding = super::placement::bind(self, id).await?;
+                let record = binding.record();
+                (Some(binding), Some(record))
+            }
+            (None, Some(id)) => {
+                return Err(SubagentError::Environment(format!(
+                    "agent `{agent_id}` runs where its caller runs and cannot move to environment `{id}`; start a new agent there instead"
+                )));
+            }
+            (None, None) => (None, None),
+        };
+        let environment = placed.as_ref().map_or_else(
+            || self.base_ctx.environment.clone(),
+            |b| b.environment.clone(),
+        );
         let worktree = match launch.isolation {
             Isolation::None => None,
-            Isolation::Worktree if !self.base_ctx.environment.is_this_machine() => {
-                return Err(SubagentError::RemoteWorktree(
-                    self.base_ctx.environment.info().id.clone(),
-                ));
+            Isolation::Worktree if !environment.is_this_machine() => {
+                return Err(SubagentError::RemoteWorktree(environment.info().id.clone()));
             }
             Isolation::Worktree => Some(
                 super::worktree::Worktree::create(
@@ -300,10 +322,18 @@ impl SubagentHost {
                 .await?,
             ),
         };
-        let cwd = worktree
-            .as_ref()
-            .map_or_else(|| self.base_ctx.cwd.clone(), |tree| tree.cwd.clone());
+        let cwd = match (&worktree, &placed) {
+            (Some(tree), _) => tree.cwd.clone(),
+            (None, Some(binding)) => binding.cwd.clone(),
+            (None, None) => self.base_ctx.cwd.clone(),
+        };
         let permissions = match &worktree {
+            // The workspace of an agent placed elsewhere is its directory there (paths of the
+            // caller's machine mean nothing on that target).
+            None if placed.is_some() => self
+                .permissions
+                .for_worktree(&cwd, &cwd)
+                .unwrap_or_else(|| self.permissions.clone()),
             None => self.permissions.clone(),
             Some(tree) => match self.permissions.for_worktree(&tree.path, &tree.cwd) {
                 Some(policy) => policy,
@@ -315,6 +345,9 @@ impl SubagentHost {
         };
         let mut prompt_env = self.prompt_env.clone();
         prompt_env.cwd.clone_from(&cwd);
+        if placed.is_some() {
+            prompt_env.target = Some(environment.info().clone());
+        }
         let system_prompt = match &restored.system_prompt {
             Some(text) => text.clone(),
             None => match render_profile_prompt(&profile, &prompt_env, false) {
@@ -332,10 +365,12 @@ impl SubagentHost {
             .parent()
             .map_or_else(|| self.session.dir.clone(), std::path::Path::to_path_buf);
         let mut ctx = ToolContext::new(&cwd, &agent_dir);
-        // Subagents act where the session acts (a remote environment too).
-        ctx.environment = self.base_ctx.environment.clone();
-        ctx.additional_dirs
-            .clone_from(&self.base_ctx.additional_dirs);
+        // Subagents act where the session acts (a remote environment too), unless placed.
+        ctx.environment = environment.clone();
+        if placed.is_none() {
+            ctx.additional_dirs
+                .clone_from(&self.base_ctx.additional_dirs);
+        }
         ctx.skill_roots.clone_from(&self.base_ctx.skill_roots);
         ctx.env.clone_from(&self.base_ctx.env);
         ctx.settings = self.base_ctx.settings.clone();
@@ -413,6 +448,11 @@ impl SubagentHost {
             )];
             // The fork seed is journaled as the agent's own history, so a resume keeps it.
             records.extend(seed.into_iter().map(rec::message));
+            if let Some(record) = new_bind {
+                let reminder = crate::session::environment_reminder(&record);
+                records.push(kimi_protocol::RecordPayload::EnvironmentBind(record));
+                records.push(rec::message(reminder));
+            }
             spawned.handle.runtime().commit(records);
         }
         let mut follower = Follower {
@@ -436,7 +476,8 @@ impl SubagentHost {
             }
         }
         let mut input = prompt;
-        if profile.git_context && restored.system_prompt.is_none() {
+        // `git` runs on this machine, so only an agent working here gets its context.
+        if profile.git_context && restored.system_prompt.is_none() && environment.is_local() {
             input = format!("{}{input}", crate::profile::git_context(&cwd).await);
         }
         let mut status = follower.turn(input, &cancel).await;
@@ -481,6 +522,7 @@ impl SubagentHost {
             usage: follower.usage,
             model: launch.model.map(|m| m.alias),
             worktree,
+            environment: placed.map(|b| b.environment.info().id.clone()),
         })
     }
 }

@@ -55,6 +55,8 @@ struct Params {
     model: Option<String>,
     #[serde(default)]
     isolation: Option<super::run::Isolation>,
+    #[serde(default)]
+    environments: Option<super::placement::EnvironmentsParam>,
 }
 
 /// Why a swarm call was refused before any agent started.
@@ -101,12 +103,14 @@ struct Member {
     /// The item it was started for (none for a resumed agent).
     item: Option<String>,
     prompt: String,
+    /// The declared environment it runs on (new members of a call with `environments`).
+    environment: Option<String>,
 }
 
 /// How one member ended.
 #[derive(Debug, Clone)]
 enum Fate {
-    Ran(RunOutcome),
+    Ran(Box<RunOutcome>),
     /// It could not be started (the message says why).
     Refused {
         agent_id: Option<String>,
@@ -160,6 +164,8 @@ impl AgentSwarmTool {
                 target: Target::Resume(id.to_owned()),
                 item: None,
                 prompt: prompt.to_owned(),
+                // A resumed agent stays where it ran.
+                environment: None,
             });
         }
         if items.is_empty() {
@@ -190,6 +196,7 @@ impl AgentSwarmTool {
                 target: Target::New(Box::new(profile.clone())),
                 item: Some(item.to_owned()),
                 prompt,
+                environment: None,
             });
         }
         Ok(members)
@@ -261,6 +268,7 @@ async fn run_members(
                 if let Some(item) = &member.item {
                     launch.label = format!("{} ({item})", launch.label);
                 }
+                launch.environment.clone_from(&member.environment);
                 running.push(async move {
                     let result = host
                         .run_as(
@@ -281,7 +289,7 @@ async fn run_members(
             tokio::select! {
                 Some((index, agent_id, result)) = running.next(), if !running.is_empty() => {
                     fates[index] = Some(match result {
-                        Ok(outcome) => Fate::Ran(outcome),
+                        Ok(outcome) => Fate::Ran(Box::new(outcome)),
                         Err(err) => Fate::Refused { agent_id: Some(agent_id), error: err.to_string() },
                     });
                 }
@@ -293,7 +301,7 @@ async fn run_members(
             match running.next().await {
                 Some((index, agent_id, result)) => {
                     fates[index] = Some(match result {
-                        Ok(outcome) => Fate::Ran(outcome),
+                        Ok(outcome) => Fate::Ran(Box::new(outcome)),
                         Err(err) => Fate::Refused {
                             agent_id: Some(agent_id),
                             error: err.to_string(),
@@ -363,10 +371,8 @@ fn report(description: &str, members: &[Member], fates: &[Fate]) -> (String, boo
                 "The swarm was cancelled before this agent started.".to_owned(),
             ),
         };
-        if let Fate::Ran(RunOutcome {
-            worktree: Some(tree),
-            ..
-        }) = fate
+        if let Fate::Ran(outcome) = fate
+            && let Some(tree) = &outcome.worktree
         {
             body = format!("{}\n\n{}", body.trim(), tree.describe());
         }
@@ -382,6 +388,9 @@ fn report(description: &str, members: &[Member], fates: &[Fate]) -> (String, boo
         }
         if let Some(item) = &member.item {
             attrs.push_str(&format!(" item=\"{}\"", escape_attr(item)));
+        }
+        if let Some(environment) = &member.environment {
+            attrs.push_str(&format!(" environment=\"{}\"", escape_attr(environment)));
         }
         if let Fate::Ran(outcome) = fate {
             attrs.push_str(&format!(" type=\"{}\"", escape_attr(&outcome.profile)));
@@ -476,6 +485,7 @@ impl Tool for AgentSwarmTool {
                 types.join(", ")
             ));
         }
+        text.push_str(&super::placement::describe(&self.host, "environments"));
         text
     }
 
@@ -498,7 +508,14 @@ impl Tool for AgentSwarmTool {
                     "description": "Existing subagents to continue: agent_id -> the prompt that continues it. They start before the items."
                 },
                 "model": {"type": "string", "description": "A subagent model pool alias (listed above) or \"primary\", for every agent."},
-                "isolation": super::tool::isolation_schema()
+                "isolation": super::tool::isolation_schema(),
+                "environments": {
+                    "anyOf": [
+                        {"type": "string"},
+                        {"type": "array", "items": {"type": "string"}}
+                    ],
+                    "description": "Declared execution environments to spread the items over: a list of ids and/or globs over the declared ids (\"pod-*\"). Item n runs on the n-th environment (round robin), in that environment's default directory; reports come back here. Default: every agent runs where you run. Not with isolation."
+                }
             },
             "required": ["description"],
             "additionalProperties": false
@@ -507,10 +524,27 @@ impl Tool for AgentSwarmTool {
 
     fn resolve(&self, args: Value, _ctx: &ToolContext) -> Result<Resolution, ToolError> {
         let params: Params = parse_args(args)?;
-        let members = match self.members(&params) {
+        let mut members = match self.members(&params) {
             Ok(members) => members,
             Err(err) => return Ok(Resolution::Result(ToolResult::error(err.to_string()))),
         };
+        let mut placed_on = Vec::new();
+        if let Some(param) = &params.environments {
+            if params.isolation == Some(super::run::Isolation::Worktree) {
+                return Ok(Resolution::Result(ToolResult::error(
+                    "`isolation: worktree` needs the workspace on this machine, and `environments` places the agents elsewhere; drop one of them".to_owned(),
+                )));
+            }
+            placed_on = match super::placement::expand(&self.host, param) {
+                Ok(ids) => ids,
+                Err(text) => return Ok(Resolution::Result(ToolResult::error(text))),
+            };
+            // Items take the environments in turn; resumed agents stay where they ran.
+            let items = members.iter_mut().filter(|m| m.item.is_some());
+            for (member, id) in items.zip(placed_on.iter().cycle()) {
+                member.environment = Some(id.clone());
+            }
+        }
         let description = params.description.trim().to_owned();
         let launch = match super::tool::launch_for(
             &self.host,
@@ -522,7 +556,11 @@ impl Tool for AgentSwarmTool {
             Ok(launch) => launch,
             Err(text) => return Ok(Resolution::Result(ToolResult::error(text))),
         };
-        let summary = format!("swarm of {} subagents: {description}", members.len());
+        let mut summary = format!("swarm of {} subagents: {description}", members.len());
+        if !placed_on.is_empty() {
+            // Approvals name the targets.
+            summary.push_str(&format!(" @ {}", placed_on.join(", ")));
+        }
         let detail = params
             .prompt_template
             .clone()

@@ -47,6 +47,8 @@ struct Params {
     fork: bool,
     #[serde(default)]
     isolation: Option<Isolation>,
+    #[serde(default)]
+    environment: Option<String>,
 }
 
 /// The `isolation` parameter's schema (shared with AgentSwarm).
@@ -89,6 +91,7 @@ pub(super) fn launch_for(
         fork,
         isolation,
         label: label.trim().to_owned(),
+        environment: None,
     })
 }
 
@@ -121,6 +124,9 @@ fn describe(outcome: &RunOutcome) -> (String, bool) {
     );
     if let Some(model) = &outcome.model {
         head.push_str(&format!("\nmodel: {model}"));
+    }
+    if let Some(environment) = &outcome.environment {
+        head.push_str(&format!("\nenvironment: {environment}"));
     }
     if let Some(tree) = &outcome.worktree {
         head.push('\n');
@@ -278,6 +284,7 @@ impl Tool for AgentTool {
             }
         }
         text.push_str(&self.host.pool.describe());
+        text.push_str(&super::placement::describe(&self.host, "environment"));
         text
     }
 
@@ -292,7 +299,8 @@ impl Tool for AgentTool {
                 "run_in_background": {"type": "boolean", "description": "Start the subagent as a background task and return at once; its report arrives as a message when it finishes (TaskOutput, WaitFor and TaskStop take the task id). Default false."},
                 "model": {"type": "string", "description": "A subagent model pool alias (listed above) or \"primary\"."},
                 "fork": {"type": "boolean", "description": "Start from a copy of your conversation (your type and model). Not with resume, subagent_type or model."},
-                "isolation": isolation_schema()
+                "isolation": isolation_schema(),
+                "environment": {"type": "string", "description": "A declared execution environment id to run the new subagent on (its tools act on that machine, in its default directory); default: where you run. Not with resume or isolation."}
             },
             "required": ["prompt", "description"],
             "additionalProperties": false
@@ -317,7 +325,7 @@ impl Tool for AgentTool {
                 "`fork` starts a new subagent of your own type and model from a copy of your context; drop `resume`, `subagent_type` and `model`, or drop `fork`.".to_owned(),
             );
         }
-        let launch = match launch_for(
+        let mut launch = match launch_for(
             &self.host,
             params.model.as_deref(),
             params.fork,
@@ -327,6 +335,26 @@ impl Tool for AgentTool {
             Ok(launch) => launch,
             Err(text) => return refuse(text),
         };
+        if let Some(id) = params
+            .environment
+            .as_deref()
+            .map(str::trim)
+            .filter(|i| !i.is_empty())
+        {
+            if resume.is_some() {
+                return refuse(
+                    "`resume` continues an agent where it already runs; drop `environment`."
+                        .to_owned(),
+                );
+            }
+            if launch.isolation == Isolation::Worktree {
+                return refuse(super::SubagentError::RemoteWorktree(id.to_owned()).to_string());
+            }
+            match super::placement::check_id(&self.host, id) {
+                Ok(id) => launch.environment = Some(id),
+                Err(text) => return refuse(text),
+            }
+        }
         let (target, shown) = match (resume, requested) {
             (None, None) if params.fork => (
                 Target::New(Box::new(self.host.caller.clone())),
@@ -350,6 +378,11 @@ impl Tool for AgentTool {
                 };
                 (Target::New(Box::new((*profile).clone())), name.to_owned())
             }
+        };
+        // Approvals name the target the subagent will act on.
+        let shown = match &launch.environment {
+            Some(id) => format!("{shown} @ {id}"),
+            None => shown,
         };
         let plan = ToolPlan {
             // A subagent's own tool calls are scheduled and permission-checked by itself.

@@ -2,6 +2,7 @@
 //! `TestBackend` and snapshot the screen; plus inline-scrollback tests.
 
 mod dialogs;
+mod environment;
 mod extensions;
 mod goal;
 mod inline;

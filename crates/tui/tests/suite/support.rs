@@ -41,6 +41,7 @@ pub fn info() -> SessionInfo {
         plan_mode: false,
         swarm_mode: false,
         additional_dirs: Vec::new(),
+        environment: None,
     }
 }
 
