@@ -126,6 +126,26 @@ pub fn run(args: &RunArgs, host: &str, port: Option<u16>, no_open: bool) -> anyh
     #[cfg(unix)]
     fit_open_files(&mut options.limits);
     options.notices = Notices::new(|message| eprintln!("kimi-rs web: {message}"));
+    let flags_home = home.clone();
+    options.experimental_flags = Some(kimi_web::FlagsSource(Arc::new(move || {
+        // Read afresh: `/experiments` in a terminal may have switched one since start-up.
+        match crate::config::load(&flags_home) {
+            Ok(config) => config
+                .flags()
+                .into_iter()
+                .map(|state| {
+                    (
+                        state.flag.id.to_owned(),
+                        serde_json::Value::Bool(state.enabled),
+                    )
+                })
+                .collect(),
+            Err(err) => {
+                tracing::warn!("GET /meta cannot read the experimental flags: {err:#}");
+                serde_json::Map::new()
+            }
+        }
+    })));
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()?;

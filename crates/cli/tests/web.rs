@@ -667,9 +667,24 @@ fn status_meta_search_and_the_page_report_real_state() {
             ScriptTurn::text("Planning now."),
         ],
     );
+    let config = fx.home.path().join("config.toml");
+    std::fs::write(&config, "[experimental]\nauto_session_title = true\n").unwrap();
     let server = Server::start(&fx);
     let meta = server.call("GET", "/api/v1/meta", Value::Null)["data"].clone();
     assert_eq!(meta["default_cwd"], json!(fx.cwd()), "{meta}");
+    // The flags as config.toml has them now, read again when asked.
+    assert_eq!(
+        meta["experimental_flags"]["auto_session_title"], true,
+        "{meta}"
+    );
+    assert_eq!(meta["experimental_flags"]["wait_for"], true, "{meta}");
+    std::fs::write(&config, "[experimental]\nwait_for = false\n").unwrap();
+    let meta = server.call("GET", "/api/v1/meta", Value::Null)["data"].clone();
+    assert_eq!(
+        meta["experimental_flags"]["auto_session_title"], false,
+        "{meta}"
+    );
+    assert_eq!(meta["experimental_flags"]["wait_for"], false, "{meta}");
     let capabilities = &meta["capabilities"];
     for (name, served) in [
         ("websocket", true),

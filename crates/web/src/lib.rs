@@ -29,4 +29,4 @@ mod ws;
 
 pub use auth::{ServerToken, load_or_create_token, token_path};
 pub use listen::{BODY_TIMEOUT, HEADER_TIMEOUT, Limits, MAX_CONNECTIONS, Notices};
-pub use server::{Bound, DEFAULT_PORT, ServerOptions, WebError, bind};
+pub use server::{Bound, DEFAULT_PORT, FlagsSource, ServerOptions, WebError, bind};

@@ -96,7 +96,7 @@ pub async fn meta(State(app): State<Arc<App>>) -> Data<Value> {
         "open_in_apps": [],
         "dangerous_bypass_auth": false,
         "backend": "v2",
-        "experimental_flags": {},
+        "experimental_flags": app.experimental_flags.as_ref().map(|read| (read.0)()).unwrap_or_default(),
         "features": [],
     }))
 }

@@ -54,6 +54,21 @@ pub struct ServerOptions {
     /// The directory the page offers for a new session (the server's working directory by
     /// default).
     pub default_cwd: Option<PathBuf>,
+    /// The experimental flags `GET /meta` reports (`{id: on}`), read when asked so a flag
+    /// switched meanwhile shows; none when the embedder has no configuration.
+    pub experimental_flags: Option<FlagsSource>,
+}
+
+/// Reads the experimental flags as they are now.
+#[derive(Clone)]
+pub struct FlagsSource(
+    pub Arc<dyn Fn() -> serde_json::Map<String, serde_json::Value> + Send + Sync>,
+);
+
+impl std::fmt::Debug for FlagsSource {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("FlagsSource(..)")
+    }
 }
 
 impl ServerOptions {
@@ -66,6 +81,7 @@ impl ServerOptions {
             limits: Limits::default(),
             notices: Notices::default(),
             default_cwd: std::env::current_dir().ok(),
+            experimental_flags: None,
         }
     }
 }
@@ -80,6 +96,7 @@ pub struct App {
     pub default_cwd: Option<String>,
     /// What [`api_routes`] serves, for the capabilities `GET /meta` reports.
     pub routes: Vec<(Method, &'static str)>,
+    pub experimental_flags: Option<FlagsSource>,
 }
 
 /// A bound listener, ready to serve.
@@ -186,6 +203,7 @@ impl Bound {
                 .as_ref()
                 .map(|p| p.display().to_string()),
             routes: api_routes().listed().to_vec(),
+            experimental_flags: self.options.experimental_flags.clone(),
         });
         listen::serve(
             self.listener,
