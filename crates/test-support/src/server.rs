@@ -51,6 +51,9 @@ struct Shared {
     /// Fixed answers (path without query → status, body) served before any wire format:
     /// the non-chat endpoints of an API (a model list, usage) next to its chat endpoint.
     routes: Mutex<Vec<(String, u16, String)>>,
+    /// Keep the bodies of only this many latest requests (older ones keep their metadata):
+    /// a long benchmark measures the engine, not this server's memory.
+    keep_bodies: Mutex<Option<usize>>,
 }
 
 /// A scripted provider endpoint on `127.0.0.1:<random port>`. Dropping it stops the server.
@@ -124,6 +127,13 @@ impl ScriptServer {
         }
     }
 
+    /// From now on, drop the bodies of all but the `n` latest requests.
+    pub fn keep_bodies_of_last(&self, n: usize) {
+        if let Ok(mut keep) = self.shared.keep_bodies.lock() {
+            *keep = Some(n);
+        }
+    }
+
     pub fn requests(&self) -> Vec<RecordedRequest> {
         self.shared
             .requests
@@ -192,6 +202,13 @@ async fn handle(
     let recorded_body = recorded.raw_body.clone();
     if let Ok(mut requests) = shared.requests.lock() {
         requests.push(recorded);
+        if let Some(keep) = shared.keep_bodies.lock().ok().and_then(|k| *k) {
+            let old = requests.len().saturating_sub(keep);
+            for request in &mut requests[..old] {
+                request.body = Value::Null;
+                request.raw_body = String::new();
+            }
+        }
     }
     let bare = path.split('?').next().unwrap_or(&path);
     let fixed = shared.routes.lock().ok().and_then(|routes| {
