@@ -304,6 +304,14 @@ impl App {
         }
     }
 
+    /// Wait, at most `limit`, until no status-line command run is in progress (true when
+    /// idle or when there is no command): lets a caller see a run's line without polling.
+    pub fn wait_status_command(&self, limit: std::time::Duration) -> bool {
+        self.status_command
+            .as_ref()
+            .is_none_or(|command| command.wait_idle(limit))
+    }
+
     /// Whether the status-line command printed a new line since the last call (the idle UI
     /// only draws when something changed).
     pub fn take_status_change(&mut self) -> bool {

@@ -7,7 +7,7 @@
 
 use std::io::{Read, Write};
 use std::process::{Command, Stdio};
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, Condvar, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 /// How long one run may take.
@@ -107,6 +107,8 @@ struct State {
 pub struct StatusCommand {
     command: Arc<str>,
     state: Arc<Mutex<State>>,
+    /// Signalled when a run ends.
+    ended: Arc<Condvar>,
 }
 
 impl std::fmt::Debug for StatusCommand {
@@ -122,6 +124,7 @@ impl StatusCommand {
         StatusCommand {
             command: command.into(),
             state: Arc::default(),
+            ended: Arc::default(),
         }
     }
 
@@ -132,6 +135,16 @@ impl StatusCommand {
     /// The last line the command printed (`None` before its first good run).
     pub fn line(&self) -> Option<String> {
         self.state().line.clone()
+    }
+
+    /// Wait until no run is in progress, at most `limit`; whether it is idle.
+    pub fn wait_idle(&self, limit: Duration) -> bool {
+        let state = self.state();
+        let (state, _) = self
+            .ended
+            .wait_timeout_while(state, limit, |s| s.running)
+            .unwrap_or_else(PoisonError::into_inner);
+        !state.running
     }
 
     /// Changes whenever the line does.
@@ -189,6 +202,8 @@ impl StatusCommand {
                     state.last_error = Some(why);
                 }
             }
+            drop(state);
+            this.ended.notify_all();
         });
     }
 }
@@ -240,21 +255,20 @@ mod tests {
         let cmd = StatusCommand::new("read -r n; echo \"run $n\"");
         let t0 = Instant::now();
         cmd.refresh("1\n".to_owned(), t0);
-        let deadline = Instant::now() + Duration::from_secs(10);
-        while cmd.line().is_none() {
-            assert!(Instant::now() < deadline, "the first run never finished");
-            std::thread::sleep(Duration::from_millis(5));
-        }
+        assert!(
+            cmd.wait_idle(Duration::from_secs(10)),
+            "the first run never finished"
+        );
         assert_eq!(cmd.line().as_deref(), Some("run 1"));
         // Within the interval nothing runs; after it the next snapshot does.
         assert!(!cmd.due(t0 + Duration::from_millis(500)));
         cmd.refresh("2\n".to_owned(), t0 + Duration::from_millis(500));
         assert!(cmd.due(t0 + INTERVAL));
         cmd.refresh("3\n".to_owned(), t0 + INTERVAL);
-        while cmd.line().as_deref() == Some("run 1") {
-            assert!(Instant::now() < deadline, "the second run never finished");
-            std::thread::sleep(Duration::from_millis(5));
-        }
+        assert!(
+            cmd.wait_idle(Duration::from_secs(10)),
+            "the second run never finished"
+        );
         assert_eq!(cmd.line().as_deref(), Some("run 3"));
     }
 }

@@ -192,19 +192,14 @@ fn the_status_line_command_replaces_the_footer_items_with_its_first_line() {
     let before = h.screen(70, 6);
     assert!(before.contains("manual · k2 · ~/proj"), "{before}");
     h.advance(80);
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
-    loop {
-        let screen = h.screen(70, 6);
-        if screen.contains("custom: k2 · /help") {
-            assert!(!screen.contains("~/proj"), "{screen}");
-            break;
-        }
-        assert!(
-            std::time::Instant::now() < deadline,
-            "the command's line never reached the footer: {screen}"
-        );
-        std::thread::sleep(std::time::Duration::from_millis(10));
-    }
+    assert!(
+        h.app
+            .wait_status_command(std::time::Duration::from_secs(10)),
+        "the command never finished"
+    );
+    let screen = h.screen(70, 6);
+    assert!(screen.contains("custom: k2 · /help"), "{screen}");
+    assert!(!screen.contains("~/proj"), "{screen}");
 }
 
 #[test]
