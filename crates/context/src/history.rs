@@ -11,6 +11,7 @@ use crate::compaction::handoff::{
     build_compaction_shape,
 };
 use crate::fold::{Change, FoldState};
+use crate::tokens::EstimateCache;
 use crate::undo::{UndoCut, UndoUnavailable, precheck_undo};
 
 /// Layout choices that live compaction and replay must share, or a resumed agent would see a
@@ -47,6 +48,7 @@ pub struct History {
     messages: Vec<Message>,
     fold: FoldState,
     config: HistoryConfig,
+    estimates: EstimateCache,
 }
 
 /// Why a context record was not applied.
@@ -108,6 +110,7 @@ impl History {
             fold: FoldState::recover(&messages),
             messages,
             config,
+            estimates: EstimateCache::default(),
         }
     }
 
@@ -149,18 +152,35 @@ impl History {
         &self.fold
     }
 
+    /// The token estimate of every message (the same as
+    /// [`crate::tokens::estimate_messages`] over [`History::messages`]), at the cost of the
+    /// messages changed since it was last asked for.
+    pub fn estimated_tokens(&self) -> u64 {
+        self.estimates.total(&self.messages)
+    }
+
     pub fn append_message(&mut self, message: Message) -> Option<Change> {
-        self.fold.append_message(&mut self.messages, message)
+        let change = self.fold.append_message(&mut self.messages, message);
+        self.changed(change)
     }
 
     pub fn apply_loop_event(&mut self, event: LoopEvent) -> Option<Change> {
-        self.fold.apply_event(&mut self.messages, event)
+        let change = self.fold.apply_event(&mut self.messages, event);
+        self.changed(change)
+    }
+
+    fn changed(&mut self, change: Option<Change>) -> Option<Change> {
+        if let Some(change) = change {
+            self.estimates.invalidate(change.from);
+        }
+        change
     }
 
     /// `context.clear`: empty history, fresh fold (held messages go too).
     pub fn clear(&mut self) -> Option<Change> {
         let had_content = !self.messages.is_empty();
         self.messages.clear();
+        self.estimates.invalidate(0);
         self.fold = FoldState::default();
         had_content.then_some(Change { from: 0 })
     }
@@ -214,6 +234,7 @@ impl History {
     fn replace_messages(&mut self, keep: usize, tail: Vec<Message>) {
         self.messages.truncate(keep);
         self.messages.extend(tail);
+        self.estimates.invalidate(keep);
         self.fold = FoldState::recover(&self.messages);
     }
 
@@ -422,6 +443,7 @@ pub fn shape_input_from_record(record: &ApplyCompaction) -> Result<ShapeInput, S
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::tokens::estimate_messages;
     use kimi_protocol::{ContentPart, Origin, Role};
     use pretty_assertions::assert_eq;
     use proptest::prelude::*;
@@ -631,6 +653,23 @@ mod tests {
             let rb = b.replay_values(records, "main");
             prop_assert_eq!(&a, &b);
             prop_assert_eq!(ra, rb);
+        }
+
+        #[test]
+        fn the_cached_token_estimate_matches_a_full_count_after_every_record(
+            records in journal(),
+            count in 1u64..4,
+        ) {
+            let mut h = History::default();
+            for record in records {
+                h.replay_values([record], "main");
+                // Asked after every record, so a stale entry would survive into the next one.
+                prop_assert_eq!(h.estimated_tokens(), estimate_messages(h.messages()));
+            }
+            let _ = h.undo(count);
+            prop_assert_eq!(h.estimated_tokens(), estimate_messages(h.messages()));
+            let copy = h.clone();
+            prop_assert_eq!(copy.estimated_tokens(), estimate_messages(copy.messages()));
         }
 
         #[test]

@@ -50,6 +50,54 @@ pub fn estimate_messages<'a>(messages: impl IntoIterator<Item = &'a Message>) ->
     messages.into_iter().map(estimate_message).sum()
 }
 
+/// Per-message estimates of a history's leading messages, kept between steps so the
+/// per-step compaction check costs what changed rather than the whole history (a 1,000-step
+/// turn would otherwise re-read every earlier message on every step).
+///
+/// The owner truncates it from the first changed index on every mutation; the estimates are
+/// filled in lazily when asked for. It is a cache, not state: clones may start empty and two
+/// caches always compare equal.
+#[derive(Default)]
+pub struct EstimateCache(std::sync::Mutex<Vec<u64>>);
+
+impl EstimateCache {
+    /// Forget the estimates of `messages[from..]`.
+    pub fn invalidate(&mut self, from: usize) {
+        let estimates = self.0.get_mut().unwrap_or_else(std::sync::PoisonError::into_inner);
+        estimates.truncate(from);
+    }
+
+    /// The estimate of all of `messages`, computing only those not yet cached.
+    pub fn total(&self, messages: &[Message]) -> u64 {
+        // A poisoned lock only means another thread panicked mid-fill; the vector is still a
+        // valid prefix of estimates.
+        let mut estimates = self.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        estimates.truncate(messages.len());
+        let known = estimates.len();
+        estimates.extend(messages[known..].iter().map(estimate_message));
+        estimates.iter().sum()
+    }
+}
+
+impl Clone for EstimateCache {
+    fn clone(&self) -> Self {
+        let estimates = self.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        EstimateCache(std::sync::Mutex::new(estimates.clone()))
+    }
+}
+
+impl PartialEq for EstimateCache {
+    fn eq(&self, _: &Self) -> bool {
+        true
+    }
+}
+
+impl std::fmt::Debug for EstimateCache {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("EstimateCache")
+    }
+}
+
 /// Name + description + JSON of the parameter schema, per tool.
 pub fn estimate_tools(tools: &[ToolSchema]) -> u64 {
     tools

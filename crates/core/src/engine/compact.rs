@@ -24,7 +24,7 @@ use crate::hooks::HookEventData;
 pub fn context_tokens(rt: &Runtime) -> u64 {
     estimate_text(&rt.config.system_prompt.get())
         + estimate_tools(&rt.config.tools.schemas())
-        + estimate_messages(rt.log().history().messages())
+        + rt.log().history().estimated_tokens()
 }
 
 fn failure(err: &LlmError) -> SummaryFailure {
