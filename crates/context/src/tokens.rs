@@ -63,7 +63,10 @@ pub struct EstimateCache(std::sync::Mutex<Vec<u64>>);
 impl EstimateCache {
     /// Forget the estimates of `messages[from..]`.
     pub fn invalidate(&mut self, from: usize) {
-        let estimates = self.0.get_mut().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let estimates = self
+            .0
+            .get_mut()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
         estimates.truncate(from);
     }
 
@@ -71,7 +74,10 @@ impl EstimateCache {
     pub fn total(&self, messages: &[Message]) -> u64 {
         // A poisoned lock only means another thread panicked mid-fill; the vector is still a
         // valid prefix of estimates.
-        let mut estimates = self.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let mut estimates = self
+            .0
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
         estimates.truncate(messages.len());
         let known = estimates.len();
         estimates.extend(messages[known..].iter().map(estimate_message));
@@ -81,7 +87,10 @@ impl EstimateCache {
 
 impl Clone for EstimateCache {
     fn clone(&self) -> Self {
-        let estimates = self.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let estimates = self
+            .0
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
         EstimateCache(std::sync::Mutex::new(estimates.clone()))
     }
 }
