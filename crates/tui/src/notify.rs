@@ -78,7 +78,7 @@ impl TerminalInfo {
 
     pub fn style(&self) -> OscStyle {
         match self.term_program.as_deref() {
-            Some("iTerm.app" | "WezTerm" | "ghostty" | "vscode" | "WarpTerminal") => {
+            Some("iTerm.app" | "WezTerm" | "ghostty") => {
                 return OscStyle::Osc9;
             }
             Some("Apple_Terminal") => return OscStyle::Both,
