@@ -58,3 +58,19 @@ impl Hooks {
         Some(first)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_failing_hook_is_shown_once() {
+        let mut hooks = Hooks::default();
+        assert_eq!(hooks.take_failure(), None);
+        let _ = hooks.failures_tx.send("first".to_owned());
+        let _ = hooks.failures_tx.send("second".to_owned());
+        assert_eq!(hooks.take_failure().as_deref(), Some("first"));
+        let _ = hooks.failures_tx.send("third".to_owned());
+        assert_eq!(hooks.take_failure(), None);
+    }
+}

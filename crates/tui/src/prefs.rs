@@ -199,6 +199,17 @@ impl App {
             .files
             .as_ref()
             .map_or_else(|| Path::new("themes").to_owned(), |f| f.themes_dir.clone());
+        // A theme that cannot be read at all is neither applied nor saved.
+        if let ThemeChoice::Custom(custom) = &choice
+            && let Err(err) = crate::theme_file::load(&dir, custom)
+        {
+            let current = self.prefs.theme.name().to_owned();
+            self.notice(
+                NoticeLevel::Error,
+                format!("{err}; the theme stays {current}"),
+            );
+            return;
+        }
         let (theme, warnings) = crate::theme_file::resolve(&choice, &dir, self.prefs.colours);
         self.theme = theme;
         for warning in warnings {

@@ -124,6 +124,12 @@ pub fn theme_path(dir: &Path, name: &str) -> PathBuf {
 pub fn load(dir: &Path, name: &str) -> Result<CustomTheme, ThemeFileError> {
     let path = theme_path(dir, name);
     let shown = path.display().to_string();
+    if name.is_empty() || name.contains(['/', '\\']) || name.starts_with('.') {
+        return Err(ThemeFileError::Read {
+            path: shown,
+            detail: format!("`{name}` is not a theme name (a file name in themes/ without .json)"),
+        });
+    }
     let text = std::fs::read_to_string(&path).map_err(|err| ThemeFileError::Read {
         path: shown.clone(),
         detail: err.to_string(),
