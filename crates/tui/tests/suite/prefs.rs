@@ -36,6 +36,29 @@ fn notifications_need_unfocused_unless_always_and_not_when_disabled() {
             body: "second answer".to_owned(),
         }]
     );
+    // An approval waiting while unfocused is one too.
+    h.event(Event::ApprovalRequested(
+        kimi_protocol::ops::ApprovalRequest {
+            request_id: "r1".into(),
+            tool_call_id: "c1".into(),
+            tool_name: "Bash".into(),
+            action: "run command".into(),
+            summary: "make test".into(),
+            detail: None,
+            diff: None,
+            danger: None,
+            policy: "manual-mode".into(),
+            options: Vec::new(),
+        },
+    ));
+    assert_eq!(
+        h.app.take_notifications(),
+        vec![Notification {
+            kind: "approval",
+            title: "kimi-rs".to_owned(),
+            body: "Approval needed: Bash make test".to_owned(),
+        }]
+    );
     let mut always = Harness::with_notifications(NotifySettings {
         always: true,
         ..NotifySettings::default()
