@@ -665,7 +665,7 @@ pub fn main() -> ExitCode {
             port,
             host,
             no_open,
-        }) => match crate::web::run(&cli.run, &host, port, no_open) {
+        }) => match crate::web::run(&cli.run, &host, port, no_open, None) {
             Ok(code) => ExitCode::from(code),
             Err(err) => {
                 eprintln!("kimi-rs: {err:#}");

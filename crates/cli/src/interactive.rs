@@ -579,6 +579,19 @@ async fn serve(
                 }
             }
         }
+        HostRequest::WebServers => {
+            let home = launch.home.clone();
+            // A few loopback connects, bounded; off the async workers.
+            let urls = tokio::task::spawn_blocking(move || {
+                kimi_web::instances::running(&home)
+                    .into_iter()
+                    .map(|i| i.page_url)
+                    .collect()
+            })
+            .await
+            .unwrap_or_default();
+            reply(HostUpdate::WebServers(urls)).await;
+        }
         HostRequest::Environment { args } => {
             let here = opened
                 .agent
@@ -851,11 +864,15 @@ pub fn run(args: &RunArgs) -> anyhow::Result<u8> {
     let full_screen = ["KIMI_RS_TUI_FULL_SCREEN", "KIMI_CODE_TUI_FULL_SCREEN"]
         .iter()
         .any(|v| std::env::var(v).is_ok_and(|x| x == "1"));
-    let editor = tui_config
-        .editor_command
-        .clone()
-        .or_else(|| std::env::var("VISUAL").ok())
-        .or_else(|| std::env::var("EDITOR").ok());
+    let env_var = |name: &str| std::env::var(name).ok().filter(|v| !v.trim().is_empty());
+    let colours = kimi_tui::theme_file::ColourSupport {
+        no_color,
+        truecolor: env_var("COLORTERM").is_some_and(|v| v == "truecolor" || v == "24bit"),
+    };
+    let ui_files = kimi_tui::settings::UiFiles::in_home(&home);
+    // A custom theme's problems are shown with the other warnings; it falls back, never fails.
+    let (theme, theme_warnings) =
+        kimi_tui::theme_file::resolve(&tui_config.theme, &ui_files.themes_dir, colours);
     // Asked on the terminal before the UI takes the screen, once per folder.
     let (trusted, trust_warning) = crate::trust::ask_on_terminal(&home, &cwd, args.trust_workspace);
     let runtime = tokio::runtime::Builder::new_multi_thread()
@@ -871,7 +888,8 @@ pub fn run(args: &RunArgs) -> anyhow::Result<u8> {
         trusted,
         environments,
     ));
-    runtime.block_on(async move {
+    let home_for_web = home.clone();
+    let (id, web) = runtime.block_on(async move {
         let extensions =
             Arc::new(Extensions::load(&home, &cwd, &args.skills_dir, &config, trusted).await);
         let factory = Arc::new(TuiSessions {
@@ -904,6 +922,7 @@ pub fn run(args: &RunArgs) -> anyhow::Result<u8> {
         let warnings: Vec<String> = crate::config::warnings(&config)
             .into_iter()
             .chain(tui_warnings)
+            .chain(theme_warnings)
             .chain(rule_warnings)
             .chain(trust_warning)
             .chain(environment_warnings)
@@ -914,18 +933,24 @@ pub fn run(args: &RunArgs) -> anyhow::Result<u8> {
         // MCP servers are still connecting: the footer says so, failures become notices.
         let mcp = extensions.mcp_progress();
         drop(extensions);
+        let mut app = AppOptions::from_config(
+            &tui_config,
+            launch.info(&opened),
+            Some(home.join("tui")),
+            cwd.clone(),
+            no_color,
+        );
+        app.theme = theme;
+        app.prefs.files = Some(ui_files);
+        app.prefs.colours = colours;
+        app.prefs.editor_env = env_var("VISUAL").or_else(|| env_var("EDITOR"));
+        app.prefs.path_env = std::env::var_os("PATH");
         let options = RunOptions {
-            app: AppOptions::from_config(
-                &tui_config,
-                launch.info(&opened),
-                Some(home.join("tui")),
-                cwd.clone(),
-                no_color,
-            ),
+            app,
             transcript: transcript(&opened),
             full_screen,
             open_session_picker: pick,
-            editor_command: editor,
+            terminal: kimi_tui::notify::TerminalInfo::from_env(),
         };
         let (ui, channels) = SessionChannels::pair(1024);
         // Edits of the declarations apply while the UI runs; each re-read is shown.
@@ -965,11 +990,16 @@ pub fn run(args: &RunArgs) -> anyhow::Result<u8> {
         let id = opened.session.state.id.clone();
         launch.close(opened).await;
         launch.host.shutdown().await;
-        ui_result?;
+        let exit = ui_result?;
         eprintln!(
             "To resume this session: {}",
             resume_hint_command(&id, Some(&cwd.display().to_string()))
         );
-        Ok(0)
-    })
+        Ok::<_, anyhow::Error>((id, exit.web))
+    })?;
+    match web {
+        // The session's journal is free now: the web UI can open it.
+        Some(handoff) => crate::web_handoff::run(args, &home_for_web, &id, handoff),
+        None => Ok(0),
+    }
 }

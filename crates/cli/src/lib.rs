@@ -3,6 +3,7 @@
 
 pub mod accounts;
 pub mod acp;
+pub mod browser;
 pub mod cli;
 pub mod config;
 pub mod conformance;
@@ -33,3 +34,4 @@ pub mod trust;
 pub mod upgrade;
 pub mod vis;
 pub mod web;
+pub mod web_handoff;

@@ -4,51 +4,42 @@
 //! token goes to the terminal only; the browser is opened on the page without it.
 
 use std::net::SocketAddr;
-use std::process::{Command, Stdio};
 use std::sync::Arc;
 
-use kimi_web::{Bound, Limits, Notices, ServerOptions};
+use kimi_web::{Limits, Notices, ServerOptions};
 
 use crate::cli::RunArgs;
 use crate::hosted::server_host;
 
-/// The command that opens the page in the default browser. Only the page URL goes on its
-/// command line: the arguments of the launcher, and of the browser it starts, can be read by
-/// every user of the machine, so the token must not be there. The page asks for the token (or
-/// remembers it from an earlier visit).
-fn browser_command(bound: &Bound) -> Command {
-    let program = if cfg!(target_os = "macos") {
-        "open"
-    } else {
-        "xdg-open"
-    };
-    let mut command = Command::new(program);
-    command
-        .arg(bound.page_url())
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null());
-    command
+/// The page to open: the page URL, with the session to show when there is one. Only this
+/// goes on the browser's command line: the arguments of the launcher, and of the browser it
+/// starts, can be read by every user of the machine, so the token must not be there. The page
+/// asks for the token (or remembers it from an earlier visit).
+pub fn page_for(page_url: &str, session: Option<&str>) -> String {
+    match session {
+        Some(id) => format!("{page_url}#session={id}"),
+        None => page_url.to_owned(),
+    }
 }
 
-/// Open the page in the default browser; when that fails, say so (the URL is printed above).
-fn open_browser(bound: &Bound) {
-    let mut command = browser_command(bound);
-    match command.spawn() {
-        Ok(mut child) => {
-            eprintln!(
-                "kimi-rs web: opened {} in your browser; paste the token there once (the part after #token= above), or open the URL above instead",
-                bound.page_url()
-            );
-            // Reaped in the background so the launcher does not linger as a zombie.
-            std::thread::spawn(move || child.wait());
-        }
+/// The URL with the token, for the terminal only.
+pub fn terminal_url(page_url: &str, token: &str, session: Option<&str>) -> String {
+    match session {
+        Some(id) => format!("{page_url}#token={token}&session={id}"),
+        None => format!("{page_url}#token={token}"),
+    }
+}
+
+/// Open the page in the browser (`$BROWSER`, else the system's opener); when that fails, say
+/// so (the URL with the token is printed above).
+pub fn open_browser(page: &str) {
+    match crate::browser::open(page, std::env::var("BROWSER").ok().as_deref()) {
+        Ok(()) => eprintln!(
+            "kimi-rs web: opened {page} in your browser; paste the token there once (the part after #token= above), or open the URL above instead"
+        ),
         Err(err) => {
-            tracing::warn!("cannot start {:?}: {err}", command.get_program());
-            eprintln!(
-                "kimi-rs web: cannot open a browser ({:?}: {err}); open the URL above yourself",
-                command.get_program()
-            );
+            tracing::warn!("cannot start the browser: {err}");
+            eprintln!("kimi-rs web: cannot open a browser ({err}); open the URL above yourself");
         }
     }
 }
@@ -118,8 +109,15 @@ fn fit_open_files(limits: &mut Limits) {
     }
 }
 
-/// Serve until Ctrl-C. Exit status 0, or 1 when the server could not start.
-pub fn run(args: &RunArgs, host: &str, port: Option<u16>, no_open: bool) -> anyhow::Result<u8> {
+/// Serve until Ctrl-C. Exit status 0, or 1 when the server could not start. With `session`
+/// (the terminal UI's `/web`), the URLs open that session.
+pub fn run(
+    args: &RunArgs,
+    host: &str,
+    port: Option<u16>,
+    no_open: bool,
+    session: Option<&str>,
+) -> anyhow::Result<u8> {
     let session_host = Arc::new(server_host(args, "kimi-rs web")?);
     let home = session_host.home().to_owned();
     let mut options = ServerOptions::new(host, port.unwrap_or(kimi_web::DEFAULT_PORT), &home);
@@ -157,11 +155,22 @@ pub fn run(args: &RunArgs, host: &str, port: Option<u16>, no_open: bool) -> anyh
                 kimi_web::token_path(&home).display()
             );
         }
-        eprintln!("kimi-rs web: serving on {}", bound.url());
+        let page_url = bound.page_url();
+        eprintln!(
+            "kimi-rs web: serving on {}",
+            terminal_url(&page_url, bound.token(), session)
+        );
         warn_if_exposed(bound.addr());
+        // `/web` in a terminal UI finds this server through it.
+        let _registration = kimi_web::instances::register(&home, bound.addr(), &page_url)
+            .map_err(|err| {
+                tracing::warn!("cannot register the server for /web: {err}");
+                eprintln!("kimi-rs web: cannot register this server under {} ({err}); /web in a terminal UI will not find it", kimi_web::instances::instances_dir(&home).display());
+            })
+            .ok();
         eprintln!("kimi-rs web: press Ctrl-C to stop");
         if !no_open {
-            open_browser(&bound);
+            open_browser(&page_for(&page_url, session));
         }
         let shutdown = async {
             let _ = tokio::signal::ctrl_c().await;
@@ -190,13 +199,16 @@ mod tests {
         let bound = kimi_web::bind(ServerOptions::new("127.0.0.1", 0, home.path()))
             .await
             .unwrap();
-        let command = browser_command(&bound);
+        let page = page_for(&bound.page_url(), Some("s1"));
+        let command = crate::browser::command(&page, None);
         let args: Vec<String> = command
             .get_args()
             .map(|arg| arg.to_string_lossy().into_owned())
             .collect();
-        assert_eq!(args, [format!("http://127.0.0.1:{}/", bound.addr().port())]);
-        assert!(bound.url().contains(bound.token()), "the terminal URL does");
+        let port = bound.addr().port();
+        assert_eq!(args, [format!("http://127.0.0.1:{port}/#session=s1")]);
+        let url = terminal_url(&bound.page_url(), bound.token(), Some("s1"));
+        assert!(url.contains(bound.token()), "the terminal URL does");
         assert!(
             !args.iter().any(|arg| arg.contains(bound.token())),
             "{args:?}"

@@ -256,7 +256,7 @@ fn tui_toml_errors_and_ignored_values() {
     assert_eq!(run.code, Some(0), "{run:?}");
     assert!(
         run.stdout
-            .contains("line 1: `theme`: `solarized`: custom themes are not supported")
+            .contains("line 1: `theme`: `solarized`: there is no custom theme file")
             && run.stdout.contains("`weather` is not a status-line item"),
         "{run:?}"
     );

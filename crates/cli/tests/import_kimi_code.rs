@@ -132,6 +132,12 @@ command = "true"
         "---\nname: greet\ndescription: Greets the user warmly.\n---\nSay hello.\n",
     )
     .unwrap();
+    std::fs::create_dir_all(home.join("themes")).unwrap();
+    std::fs::write(
+        home.join("themes/ocean.json"),
+        r##"{"name":"ocean","base":"dark","colors":{"primary":"#1e90ff"}}"##,
+    )
+    .unwrap();
 }
 
 /// Run Kimi Code in print mode; returns the id of the session it recorded.
@@ -269,6 +275,10 @@ fn a_kimi_code_home_imports_once_and_its_session_resumes() {
     let messages = request.body["messages"].as_array().unwrap();
     let system = texts(&messages[0]);
     let skill_path = rs_home.join("skills/greet/SKILL.md");
+    assert!(
+        rs_home.join("themes/ocean.json").is_file(),
+        "custom themes come along"
+    );
     assert!(
         system.contains("greet: Greets the user warmly.")
             && system.contains(&skill_path.display().to_string()),

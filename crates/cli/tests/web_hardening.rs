@@ -266,7 +266,8 @@ fn the_browser_launcher_gets_the_page_url_and_never_the_token() {
     let path = std::env::var("PATH").unwrap_or_default();
     command
         .env("PATH", format!("{}:{path}", bin.display()))
-        .env("OPENED", &opened);
+        .env("OPENED", &opened)
+        .env_remove("BROWSER");
     let server = Server::start(command);
 
     wait_until("the browser launcher ran", || opened.exists());

@@ -19,6 +19,9 @@ pub struct Editor {
 pub struct Notifications {
     pub enabled: Option<bool>,
     pub notification_condition: Option<String>,
+    /// kimi-rs's own: a program run for each notification (title and body as arguments and
+    /// in `KIMI_NOTIFICATION_TITLE` / `KIMI_NOTIFICATION_BODY`).
+    pub command: Option<String>,
 }
 
 #[derive(Debug, Clone, Default, Deserialize)]
@@ -58,7 +61,6 @@ pub struct TuiFile {
 const UNSUPPORTED: &[(&[&str], &str)] = &[
     (&["render_latex"], "LaTeX is shown as written"),
     (&["cache_expiry_hint"], "there is no cache-expiry hint"),
-    (&["notifications"], "there are no desktop notifications"),
     (&["upgrade"], "kimi-rs does not update itself"),
 ];
 
@@ -196,14 +198,51 @@ fn parse_keys(text: &str, path: &Path, out: &mut Vec<Diagnostic>) -> TuiKeys {
     if let Some(theme) = &keys_out.theme
         && !matches!(theme.as_str(), "auto" | "dark" | "light")
     {
+        // A custom theme is `themes/<name>.json` next to this file.
+        let file = path
+            .parent()
+            .unwrap_or(Path::new("."))
+            .join("themes")
+            .join(format!("{theme}.json"));
         let at = crate::parse::span_of(table, &["theme".to_owned()]).map(|s| s.start);
-        sink.push(
+        if theme.contains(['/', '\\']) || theme.starts_with('.') {
+            sink.push(
                 Severity::Warning,
                 at,
                 "theme",
-                format!("`{theme}`: custom themes are not supported by kimi-rs yet; the automatic theme is used (use auto, dark or light)"),
+                format!("`{theme}` is not a theme name (a custom theme is named after its file in themes/, without .json); the automatic theme is used"),
                 None,
             );
+        } else if !file.is_file() {
+            sink.push(
+                Severity::Warning,
+                at,
+                "theme",
+                format!("`{theme}`: there is no custom theme file {}; the automatic theme is used (use auto, dark, light or add that file)", file.display()),
+                None,
+            );
+        }
+    }
+    if let Some(condition) = keys_out
+        .notifications
+        .as_ref()
+        .and_then(|n| n.notification_condition.as_deref())
+        && !matches!(condition, "unfocused" | "always")
+    {
+        let key = [
+            "notifications".to_owned(),
+            "notification_condition".to_owned(),
+        ];
+        let at = crate::parse::span_of(table, &key).map(|s| s.start);
+        sink.push(
+            Severity::Warning,
+            at,
+            "notifications.notification_condition",
+            format!(
+                "`{condition}` is not a condition (use unfocused or always); unfocused is used"
+            ),
+            None,
+        );
     }
     keys_out
 }

@@ -129,14 +129,18 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
             status_items: vec!["mode".into(), "model".into(), "cwd".into()],
             collapse_pastes: true,
             workdir: std::env::current_dir().ok(),
+            prefs: kimi_tui::prefs::Prefs {
+                editor_env: std::env::var("VISUAL")
+                    .or_else(|_| std::env::var("EDITOR"))
+                    .ok(),
+                ..kimi_tui::prefs::Prefs::default()
+            },
             ..AppOptions::default()
         },
         transcript: Vec::new(),
         full_screen,
         open_session_picker: false,
-        editor_command: std::env::var("VISUAL")
-            .or_else(|_| std::env::var("EDITOR"))
-            .ok(),
+        terminal: kimi_tui::notify::TerminalInfo::from_env(),
     };
     kimi_tui::run(opts, ui).await?;
     Ok(())

@@ -41,6 +41,8 @@ pub struct AppOptions {
     pub status_command: Option<String>,
     /// Root for `@` completion; the index is built on first use if the host sent none.
     pub workdir: Option<PathBuf>,
+    /// Theme, editor and notification settings, and where `/theme` and `/editor` save them.
+    pub prefs: crate::prefs::Prefs,
 }
 
 impl AppOptions {
@@ -55,12 +57,22 @@ impl AppOptions {
     ) -> Self {
         AppOptions {
             info,
-            theme: Theme::new(config.theme, no_color),
+            theme: Theme::new(config.theme.clone(), no_color),
             history: data_dir.map(|d| (d, cwd.clone())),
             collapse_pastes: !config.disable_paste_burst,
             status_items: config.status_items.clone(),
             status_command: config.status_command.clone(),
             workdir: Some(cwd),
+            prefs: crate::prefs::Prefs {
+                theme: config.theme.clone(),
+                editor_config: config.editor_command.clone(),
+                notifications: config.notifications.clone(),
+                colours: crate::theme_file::ColourSupport {
+                    no_color,
+                    truecolor: false,
+                },
+                ..crate::prefs::Prefs::default()
+            },
         }
     }
 }
@@ -150,6 +162,12 @@ pub struct App {
     pub(crate) goal_pending: Option<kimi_protocol::ops::GoalAction>,
     /// The `/btw` side question on screen (its own pane, never in the transcript).
     pub(crate) btw: Option<crate::btw::BtwPane>,
+    pub(crate) prefs: crate::prefs::Prefs,
+    /// Focus reporting's last word (a terminal that never reports counts as focused).
+    pub(crate) focused: bool,
+    pub(crate) notifications: Vec<crate::notify::Notification>,
+    /// `/web`: where to open this session once the UI has closed.
+    pub(crate) web_handoff: Option<crate::web_handoff::WebHandoff>,
     actions: Vec<UiAction>,
     pub(crate) should_exit: bool,
 }
@@ -210,6 +228,10 @@ impl App {
             goal_queue_wanted: false,
             goal_pending: None,
             btw: None,
+            prefs: opts.prefs,
+            focused: true,
+            notifications: Vec::new(),
+            web_handoff: None,
             actions: Vec::new(),
             should_exit: false,
         };
@@ -504,7 +526,10 @@ impl App {
                     }
                 }
                 match reason {
-                    TurnEndReason::Completed => {}
+                    TurnEndReason::Completed => {
+                        let body = self.last_answer().unwrap_or_else(|| "Done.".to_owned());
+                        self.notify("turn_ended", &body);
+                    }
                     TurnEndReason::Cancelled => {
                         self.notice(
                             NoticeLevel::Warning,
@@ -513,6 +538,7 @@ impl App {
                     }
                     TurnEndReason::Failed => {
                         let why = error.unwrap_or_else(|| "unknown error".to_owned());
+                        self.notify("turn_ended", &format!("The turn failed: {why}"));
                         self.notice(NoticeLevel::Error, format!("The turn failed: {why}"));
                     }
                     TurnEndReason::Blocked => {
@@ -612,6 +638,10 @@ impl App {
                 }
             }
             Event::ApprovalRequested(req) => {
+                self.notify(
+                    "approval",
+                    &format!("Approval needed: {} {}", req.tool_name, req.summary),
+                );
                 if let Some(card) = self.card_mut(&req.tool_call_id) {
                     card.await_approval(now, req.diff.as_deref());
                 }
@@ -625,6 +655,11 @@ impl App {
                 request_id,
                 questions,
             } => {
+                let first = questions.questions.first().map(|q| q.question.clone());
+                self.notify(
+                    "question",
+                    &format!("A question is waiting: {}", first.unwrap_or_default()),
+                );
                 self.dialog = Some(Dialog::Question(QuestionDialog::new(
                     request_id, &questions,
                 )))
@@ -859,6 +894,7 @@ impl App {
                     ),
                 );
             }
+            HostUpdate::WebServers(urls) => self.web_servers(urls),
             HostUpdate::LoginEnded { ok, message } => {
                 self.login_waiting = false;
                 let level = if ok {

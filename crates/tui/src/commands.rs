@@ -42,6 +42,9 @@ pub enum Command {
     Provider,
     Plugins,
     Environment,
+    Editor,
+    Theme,
+    Web,
     Exit,
     Version,
 }
@@ -261,6 +264,28 @@ pub const COMMANDS: &[CommandSpec] = &[
         &["env"],
         Idle,
         "list environments, switch to <id> (or local), reconnect, add",
+    ),
+    spec(
+        Command::Editor,
+        "editor",
+        &[],
+        Always,
+        "choose the external editor for Ctrl-G [command]",
+    ),
+    spec(
+        Command::Theme,
+        "theme",
+        &[],
+        Always,
+        "choose the colour theme (built-in or themes/<name>.json) [name]",
+    ),
+    // Idle, not always: the page can only open the session once this UI has let it go.
+    spec(
+        Command::Web,
+        "web",
+        &[],
+        Idle,
+        "continue this session in the web UI (this terminal UI closes)",
     ),
     spec(Command::Exit, "exit", &["quit", "q"], Idle, "quit"),
     spec(Command::Version, "version", &[], Always, "show the version"),

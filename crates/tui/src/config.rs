@@ -18,6 +18,8 @@ pub struct TuiConfig {
     pub status_items: Vec<String>,
     /// `[status_line] command`: its first output line replaces the footer's items.
     pub status_command: Option<String>,
+    /// `[notifications]`.
+    pub notifications: crate::notify::NotifySettings,
 }
 
 impl Default for TuiConfig {
@@ -29,12 +31,8 @@ impl Default for TuiConfig {
 impl TuiConfig {
     /// The settings of a parsed `tui.toml`.
     pub fn from_keys(keys: &TuiKeys) -> Self {
-        // A custom theme name falls back to auto: custom JSON themes are not supported yet.
-        let theme = match keys.theme.as_deref() {
-            Some("dark") => ThemeChoice::Dark,
-            Some("light") => ThemeChoice::Light,
-            _ => ThemeChoice::Auto,
-        };
+        // A custom name is looked up in `themes/` when the UI starts (`theme_file::resolve`).
+        let theme = ThemeChoice::parse(keys.theme.as_deref().unwrap_or("auto").trim());
         let command = keys
             .editor
             .as_ref()
@@ -42,8 +40,20 @@ impl TuiConfig {
             .unwrap_or_default()
             .trim()
             .to_owned();
+        let notifications = keys.notifications.clone().unwrap_or_default();
+        let notifications = crate::notify::NotifySettings {
+            enabled: notifications.enabled.unwrap_or(true),
+            always: notifications.notification_condition.as_deref() == Some("always"),
+            command: notifications
+                .command
+                .as_deref()
+                .map(str::trim)
+                .filter(|c| !c.is_empty())
+                .map(str::to_owned),
+        };
         TuiConfig {
             theme,
+            notifications,
             editor_command: (!command.is_empty()).then_some(command),
             disable_paste_burst: keys.disable_paste_burst.unwrap_or(false),
             status_items: keys
@@ -81,6 +91,18 @@ mod tests {
         assert_eq!(cfg.theme, ThemeChoice::Light);
         assert_eq!(cfg.editor_command.as_deref(), Some("vim"));
         assert_eq!(cfg.status_items, vec!["model".to_owned()]);
+        let cfg = TuiConfig::parse(
+            "theme = \"ocean\"\n[notifications]\nnotification_condition = \"always\"\ncommand = \"notify-send x\"\n",
+        );
+        assert_eq!(cfg.theme, ThemeChoice::Custom("ocean".to_owned()));
+        assert_eq!(
+            cfg.notifications,
+            crate::notify::NotifySettings {
+                enabled: true,
+                always: true,
+                command: Some("notify-send x".to_owned()),
+            }
+        );
     }
 
     #[test]

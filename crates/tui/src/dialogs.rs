@@ -37,6 +37,12 @@ pub enum PickerKind {
     Prefill,
     /// `/add-dir <path>`: for this session, remembered, or not (value `<choice>\n<path>`).
     AddDirScope,
+    /// `/editor`: the Ctrl-G editor (value: the command, empty for `$VISUAL`/`$EDITOR`).
+    Editor,
+    /// `/theme`: the colour theme (value: `auto`, `dark`, `light` or a custom name).
+    Theme,
+    /// `/web`: a running server's page URL, or `start`.
+    Web,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -668,7 +674,10 @@ fn picker_lines(p: &Picker, t: &Theme, width: usize, out: &mut Vec<Line<'static>
         | PickerKind::Prefill
         | PickerKind::UndoScope
         | PickerKind::RewindForce
-        | PickerKind::AddDirScope => "type to search · ↑↓ enter · esc closes",
+        | PickerKind::AddDirScope
+        | PickerKind::Editor
+        | PickerKind::Theme
+        | PickerKind::Web => "type to search · ↑↓ enter · esc closes",
     };
     out.push(Line::styled(format!("  {hint}"), t.text_dim));
 }

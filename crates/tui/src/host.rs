@@ -60,6 +60,9 @@ pub enum HostRequest {
     /// environments with their status, move this session's tools (at a turn boundary;
     /// answered with `SessionSwitched`), reconnect, or declare one (answered with a `Notice`).
     Environment { args: String },
+    /// `/web`: the page URLs of the `kimi-rs web` servers running for this home; answered
+    /// with `WebServers`.
+    WebServers,
 }
 
 /// One row of the task browser (`Event::TaskList`).
@@ -164,6 +167,8 @@ pub enum HostUpdate {
         title: String,
         items: Vec<crate::dialogs::PickerItem>,
     },
+    /// The page URLs of the running `kimi-rs web` servers (answer to `WebServers`).
+    WebServers(Vec<String>),
 }
 
 /// The UI's ends of the channels to the engine and the host.

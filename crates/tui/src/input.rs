@@ -567,6 +567,9 @@ impl App {
             Command::Environment => self.emit(UiAction::Host(HostRequest::Environment {
                 args: args.to_owned(),
             })),
+            Command::Editor => self.editor_command_line(args),
+            Command::Theme => self.theme_command(args),
+            Command::Web => self.web_command(),
             Command::Exit => self.emit(UiAction::Exit),
             Command::Version => {
                 let v = self.info.version.clone();
@@ -629,6 +632,9 @@ impl App {
                     // The footer changes when the engine confirms (`Event::ModelChanged`).
                     PickerKind::Model => self.op(Op::SetModel { alias: value }),
                     PickerKind::Prefill => self.editor.set_text(&value),
+                    PickerKind::Editor => self.editor_chosen(&value),
+                    PickerKind::Theme => self.theme_chosen(&value),
+                    PickerKind::Web => self.web_chosen(&value),
                     PickerKind::Effort => self.op(Op::SetEffort { effort: value }),
                     PickerKind::Permission => {
                         let mode = match value.as_str() {

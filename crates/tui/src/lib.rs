@@ -12,10 +12,12 @@
 //!     transcript: resumed_messages,
 //!     full_screen: env_full_screen,          // KIMI_CODE_TUI_FULL_SCREEN=1
 //!     open_session_picker: dash_s_without_id,
-//!     editor_command: config.editor_command.or(visual).or(editor),
+//!     terminal: TerminalInfo::from_env(),   // which notification escape to write
 //! };
-//! kimi_tui::run(opts, ui).await?;   // returns when the user exits or host.events is dropped
-//! // then send Op::Shutdown to the session: the UI does not.
+//! // opts.app.prefs: where tui.toml and themes/ are, $VISUAL/$EDITOR, PATH, COLORTERM.
+//! let exit = kimi_tui::run(opts, ui).await?; // returns when the user exits or host.events is dropped
+//! // then send Op::Shutdown to the session: the UI does not; `exit.web` asks to open the
+//! // session in the web UI now that this process has let it go.
 //! ```
 //!
 //! Everything else is the pure [`App`] state machine, tested by feeding it events and keys
@@ -40,14 +42,20 @@ pub mod host;
 pub mod input;
 pub mod input_thread;
 pub mod markdown;
+pub mod notify;
+pub mod notify_runner;
+pub mod prefs;
 pub mod render;
 pub mod rewind;
 pub mod runtime;
+pub mod settings;
 pub mod status_command;
 pub mod swarm;
 pub mod theme;
+pub mod theme_file;
 pub mod todo_panel;
 pub mod tool_card;
+pub mod web_handoff;
 pub mod wrap;
 
 pub use app::{App, AppOptions, UiAction};
@@ -57,5 +65,5 @@ pub use host::{
     HostChannels, HostRequest, HostUpdate, McpServerEntry, McpServerState, McpStatus, ModelEntry,
     SessionChannels, SessionInfo, SkillEntry, TaskEntry,
 };
-pub use runtime::{RunOptions, run};
+pub use runtime::{RunExit, RunOptions, run};
 pub use theme::{Theme, ThemeChoice};

@@ -8,8 +8,9 @@ use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use crossterm::event::{
-    DisableBracketedPaste, EnableBracketedPaste, Event as TermEvent, KeyboardEnhancementFlags,
-    PopKeyboardEnhancementFlags, PushKeyboardEnhancementFlags,
+    DisableBracketedPaste, DisableFocusChange, EnableBracketedPaste, EnableFocusChange,
+    Event as TermEvent, KeyboardEnhancementFlags, PopKeyboardEnhancementFlags,
+    PushKeyboardEnhancementFlags,
 };
 use crossterm::execute;
 use crossterm::terminal::{
@@ -37,9 +38,15 @@ pub struct RunOptions {
     pub full_screen: bool,
     /// Start with the session picker open (`-S` without an id).
     pub open_session_picker: bool,
-    /// The Ctrl-G editor: `tui.toml [editor] command`, else `$VISUAL`, else `$EDITOR` (the host
-    /// resolves it; `None` falls back to `vi`).
-    pub editor_command: Option<String>,
+    /// The terminal, for the notification escape to write.
+    pub terminal: crate::notify::TerminalInfo,
+}
+
+/// How the UI ended.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct RunExit {
+    /// `/web` asked to open the session in the web UI now that the UI has let it go.
+    pub web: Option<crate::web_handoff::WebHandoff>,
 }
 
 type Term = Terminal<CrosstermBackend<Stdout>>;
@@ -55,7 +62,12 @@ fn restore(full_screen: bool, enhanced: bool) {
     if enhanced {
         let _ = execute!(out, PopKeyboardEnhancementFlags);
     }
-    let _ = execute!(out, DisableBracketedPaste, crossterm::cursor::Show);
+    let _ = execute!(
+        out,
+        DisableFocusChange,
+        DisableBracketedPaste,
+        crossterm::cursor::Show
+    );
     if full_screen {
         let _ = execute!(out, LeaveAlternateScreen);
     }
@@ -87,7 +99,8 @@ fn setup(full_screen: bool) -> Result<(Term, Guard), TuiError> {
         enhanced,
     };
     let mut out = stdout();
-    execute!(out, EnableBracketedPaste).map_err(term_err)?;
+    // Focus reports (`ESC[I` / `ESC[O`) tell notifications whether the user is looking.
+    execute!(out, EnableBracketedPaste, EnableFocusChange).map_err(term_err)?;
     if enhanced {
         // Lets Shift-Enter arrive as its own key instead of a plain Enter.
         execute!(
@@ -227,7 +240,7 @@ fn external_edit(command: &str, text: &str, full_screen: bool) -> Result<String,
         .arg(&path)
         .status();
     let _ = enable_raw_mode();
-    let _ = execute!(stdout(), EnableBracketedPaste);
+    let _ = execute!(stdout(), EnableBracketedPaste, EnableFocusChange);
     if full_screen {
         let _ = execute!(stdout(), EnterAlternateScreen);
     }
@@ -257,7 +270,7 @@ impl Drop for StopOnDrop {
 
 /// Runs the interactive UI until the user exits or the engine's event channel closes.
 /// Returns after the terminal is restored. The host should shut the session down afterwards.
-pub async fn run(opts: RunOptions, channels: SessionChannels) -> Result<(), TuiError> {
+pub async fn run(opts: RunOptions, channels: SessionChannels) -> Result<RunExit, TuiError> {
     let SessionChannels {
         mut events,
         ops,
@@ -278,6 +291,7 @@ pub async fn run(opts: RunOptions, channels: SessionChannels) -> Result<(), TuiE
     let (mut input, input_control) = crate::input_thread::spawn_input();
     let _stop_input = StopOnDrop(std::sync::Arc::clone(&input_control));
     let mut index = workdir.map(|root| tokio::task::spawn_blocking(move || index_files(&root)));
+    let mut hooks = crate::notify_runner::Hooks::default();
     let mut tick = tokio::time::interval(Duration::from_millis(80));
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
     draw(&mut term, &mut app, inline)?;
@@ -303,7 +317,15 @@ pub async fn run(opts: RunOptions, channels: SessionChannels) -> Result<(), TuiE
                     }
                     last_size = term.size().map_err(term_err)?;
                 }
-                Some(Ok(TermEvent::FocusGained | TermEvent::FocusLost | TermEvent::Mouse(_))) => redraw = false,
+                Some(Ok(TermEvent::FocusGained)) => {
+                    app.set_focused(true);
+                    redraw = false;
+                }
+                Some(Ok(TermEvent::FocusLost)) => {
+                    app.set_focused(false);
+                    redraw = false;
+                }
+                Some(Ok(TermEvent::Mouse(_))) => redraw = false,
                 Some(Err(source)) => return Err(term_err(source)),
                 None => break,
             },
@@ -331,27 +353,35 @@ pub async fn run(opts: RunOptions, channels: SessionChannels) -> Result<(), TuiE
             },
             _ = tick.tick() => {
                 app.tick(Instant::now());
+                if let Some(failure) = hooks.take_failure() {
+                    app.handle_host(crate::host::HostUpdate::Warning(failure));
+                }
                 // Redraw once when syntax highlighting becomes available.
                 let ready = crate::highlight::ready();
                 redraw = app.is_busy() || ready != highlighted || app.take_status_change();
                 highlighted = ready;
             },
         }
+        let notifications = app.take_notifications();
+        if !notifications.is_empty() {
+            hooks.deliver(
+                &opts.terminal,
+                app.prefs.notifications.command.as_deref(),
+                &notifications,
+            );
+        }
         for action in app.drain_actions() {
             match action {
                 UiAction::Op(op) => {
                     if ops.send(op).await.is_err() {
-                        return Ok(());
+                        return Ok(RunExit::default());
                     }
                 }
                 UiAction::Host(req) => {
                     let _ = host_requests.send(req).await;
                 }
                 UiAction::EditExternally(text) => {
-                    let cmd = opts
-                        .editor_command
-                        .clone()
-                        .unwrap_or_else(|| "vi".to_owned());
+                    let cmd = app.prefs.editor_command();
                     input_control.pause();
                     let edited = external_edit(&cmd, &text, full_screen);
                     input_control.resume();
@@ -384,7 +414,9 @@ pub async fn run(opts: RunOptions, channels: SessionChannels) -> Result<(), TuiE
         term.set_cursor_position(ratatui::layout::Position::new(0, top))
             .map_err(term_err)?;
     }
-    Ok(())
+    Ok(RunExit {
+        web: app.web_handoff().cloned(),
+    })
 }
 
 #[cfg(test)]

@@ -1,15 +1,41 @@
 //! Colour themes built only from the 16 ANSI colours, so every terminal palette works, plus a
-//! colourless theme for `NO_COLOR`.
+//! colourless theme for `NO_COLOR`. Custom JSON themes (`themes/<name>.json`) start from one
+//! of these and replace token colours (see [`crate::theme_file`]).
 
 use ratatui::style::{Color, Modifier, Style};
 
-/// Which palette the user asked for in `tui.toml` (`theme = "auto" | "dark" | "light"`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+/// Which palette the user asked for in `tui.toml` (`theme = "auto" | "dark" | "light" |
+/// "<custom name>"`).
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub enum ThemeChoice {
     #[default]
     Auto,
     Dark,
     Light,
+    /// `themes/<name>.json` in the kimi-rs home.
+    Custom(String),
+}
+
+impl ThemeChoice {
+    /// The `tui.toml` value: `auto`, `dark`, `light` or the custom theme's name.
+    pub fn parse(value: &str) -> ThemeChoice {
+        match value {
+            "auto" | "" => ThemeChoice::Auto,
+            "dark" => ThemeChoice::Dark,
+            "light" => ThemeChoice::Light,
+            name => ThemeChoice::Custom(name.to_owned()),
+        }
+    }
+
+    /// What `tui.toml` stores for this choice.
+    pub fn name(&self) -> &str {
+        match self {
+            ThemeChoice::Auto => "auto",
+            ThemeChoice::Dark => "dark",
+            ThemeChoice::Light => "light",
+            ThemeChoice::Custom(name) => name,
+        }
+    }
 }
 
 /// The styles every widget draws with; named after the `tui.toml` theme tokens (§4.3).
@@ -37,13 +63,17 @@ pub struct Theme {
 
 impl Theme {
     /// Picks the palette. `Auto` uses the dark palette: ANSI colours are remapped by the
-    /// terminal's own theme, so "dark" names (plain `Blue`, `Green`) read well on both.
+    /// terminal's own theme, so "dark" names (plain `Blue`, `Green`) read well on both. A
+    /// custom choice here is its fallback, the dark palette; [`crate::theme_file::resolve`]
+    /// loads the file.
     pub fn new(choice: ThemeChoice, no_color: bool) -> Self {
         if no_color {
             return Self::monochrome();
         }
         let (dim, strong) = match choice {
-            ThemeChoice::Auto | ThemeChoice::Dark => (Color::DarkGray, Color::White),
+            ThemeChoice::Auto | ThemeChoice::Dark | ThemeChoice::Custom(_) => {
+                (Color::DarkGray, Color::White)
+            }
             ThemeChoice::Light => (Color::Gray, Color::Black),
         };
         let fg = |c: Color| Style::new().fg(c);

@@ -15,6 +15,7 @@ mod error;
 mod events;
 #[doc(hidden)]
 pub mod fuzzing;
+pub mod instances;
 mod listen;
 mod live;
 mod messages;

@@ -1,6 +1,6 @@
 //! `kimi-rs import [--from DIR]`: bring a Kimi Code home (`$KIMI_CODE_HOME`, default
 //! `~/.kimi-code`) into kimi-rs's: config.toml (merged, credentials left out unless
-//! `--with-credentials`), mcp.json, skills, agents, AGENTS.md/SYSTEM.md/tui.toml, plugin
+//! `--with-credentials`), mcp.json, skills, agents, themes, AGENTS.md/SYSTEM.md/tui.toml, plugin
 //! records and sessions (same ids, translated journals). Idempotent: what is already there is
 //! skipped and reported. Also the one-time offer the interactive start makes (`offer.rs`).
 
@@ -228,6 +228,8 @@ pub fn import(request: &ImportRequest, home: &Path) -> anyhow::Result<Report> {
     }
     files::import_entries(&from, home, "skills", &mut report);
     files::import_entries(&from, home, "agents", &mut report);
+    // Custom TUI themes: `tui.toml` may name one.
+    files::import_entries(&from, home, "themes", &mut report);
     files::import_plugins(&from, home, &mut report);
     files::import_credentials(&from, home, creds, &mut report);
     sessions::import_sessions(&from, home, &mut report);

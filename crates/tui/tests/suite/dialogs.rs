@@ -385,11 +385,11 @@ fn help_panel_lists_keys_and_commands() {
     h.type_str("/help");
     h.key(KeyCode::Esc);
     h.key(KeyCode::Enter);
-    let screen = h.screen(70, 64);
+    let screen = h.screen(70, 70);
     assert!(screen.contains("ctrl-s"), "{screen}");
     assert!(screen.contains("/export-md"), "{screen}");
     h.key(KeyCode::Char('x'));
-    assert!(!h.screen(70, 64).contains("ctrl-s"));
+    assert!(!h.screen(70, 70).contains("ctrl-s"));
 }
 
 #[test]

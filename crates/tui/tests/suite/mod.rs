@@ -6,6 +6,7 @@ mod environment;
 mod extensions;
 mod goal;
 mod inline;
+mod prefs;
 mod pty;
 mod side;
 mod support;

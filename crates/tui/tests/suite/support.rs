@@ -59,6 +59,24 @@ impl Harness {
         Self::with_options(&[], Some(command.to_owned()))
     }
 
+    /// With these `[notifications]` settings.
+    pub fn with_notifications(notifications: kimi_tui::notify::NotifySettings) -> Self {
+        let mut h = Self::new();
+        h.app = App::new(
+            AppOptions {
+                info: info(),
+                prefs: kimi_tui::prefs::Prefs {
+                    notifications,
+                    ..kimi_tui::prefs::Prefs::default()
+                },
+                ..AppOptions::default()
+            },
+            &[],
+            h.t0,
+        );
+        h
+    }
+
     fn with_options(transcript: &[Message], status_command: Option<String>) -> Self {
         let t0 = Instant::now();
         let opts = AppOptions {
@@ -69,6 +87,7 @@ impl Harness {
             status_items: vec!["mode".into(), "model".into(), "cwd".into()],
             status_command,
             workdir: None,
+            prefs: kimi_tui::prefs::Prefs::default(),
         };
         Harness {
             app: App::new(opts, transcript, t0),

@@ -25,13 +25,12 @@
     } catch (e) { /* storage disabled: the token lasts as long as the page */ }
     return value || "";
   }
-  let token = new URLSearchParams(location.hash.slice(1)).get("token") || "";
-  if (token) {
-    stored(token);
-    history.replaceState(null, "", location.pathname + location.search);
-  } else {
-    token = stored();
-  }
+  // `#session=<id>` (the terminal UI's /web) opens that session once connected.
+  const fragment = new URLSearchParams(location.hash.slice(1));
+  let wanted = fragment.get("session") || "";
+  let token = fragment.get("token") || "";
+  if (token) stored(token); else token = stored();
+  if (fragment.has("token") || wanted) history.replaceState(null, "", location.pathname + location.search);
 
   let current = null;      // the open session's id
   let socket = null;
@@ -635,6 +634,7 @@
   async function start() {
     connect();
     listSessions();
+    if (wanted) { open(wanted); wanted = ""; }
     try {
       const meta = await api("GET", "/meta");
       if (!$("cwd").value && meta.default_cwd) $("cwd").value = meta.default_cwd;
