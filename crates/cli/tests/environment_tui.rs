@@ -8,183 +8,23 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)] // helpers outside #[test] fns count as tests here
 
 mod common;
+mod pty;
 
-use std::fs::File;
-use std::io::{Read, Write};
-use std::num::NonZeroU16;
+use std::io::Write;
 use std::os::unix::process::CommandExt;
 use std::path::Path;
-use std::process::{Child, Command, Stdio};
-use std::sync::mpsc;
-use std::time::{Duration, Instant};
+use std::process::Command;
 
 use common::{BIN, tool_results};
 use kimi_llm::scripted::ScriptTurn;
 use kimi_test_support::ScriptServer;
-use rustix::pty::{OpenptFlags, grantpt, openpt, ptsname, unlockpt};
-use rustix::termios::{Winsize, tcsetwinsize};
+use pty::{EXEC_ENV, Session};
 use serde_json::json;
 
-const EXEC_ENV: &str = "KIMI_ENV_TUI_EXEC";
 const ROWS: u16 = 40;
 const COLS: u16 = 120;
-const WAIT: Duration = Duration::from_secs(20);
 /// Prints `KIMI_TARGET=<id> in <cwd>`: the marker of the process that spawned the shell.
 const WHERE: &str = r#"printf '%s in %s\n' "$(tr '\0' '\n' < /proc/$PPID/environ | grep '^KIMI_TARGET=')" "$(pwd)""#;
-
-/// `kimi-rs` on a fresh pseudo-terminal and the emulator that reads its screen.
-struct Session {
-    child: Child,
-    parser: vt100::Parser,
-    master: File,
-    _slave: File,
-    output: mpsc::Receiver<Vec<u8>>,
-}
-
-impl Session {
-    fn spawn(work: &Path, home: &Path, base_url: &str, args: &[&str]) -> Self {
-        let master = openpt(OpenptFlags::RDWR | OpenptFlags::NOCTTY).unwrap();
-        grantpt(&master).unwrap();
-        unlockpt(&master).unwrap();
-        let name = ptsname(&master, Vec::new()).unwrap();
-        let slave = std::fs::OpenOptions::new()
-            .read(true)
-            .write(true)
-            .open(name.to_str().unwrap())
-            .unwrap();
-        let size = Winsize {
-            ws_row: ROWS,
-            ws_col: COLS,
-            ws_xpixel: 0,
-            ws_ypixel: 0,
-        };
-        tcsetwinsize(&master, size).unwrap();
-        // This test binary re-run as a trampoline (`exec_in_new_session`) leaves the test's
-        // controlling terminal and becomes `kimi-rs`.
-        let child = Command::new(std::env::current_exe().unwrap())
-            .args(["exec_in_new_session", "--exact", "--nocapture", "--quiet"])
-            .env(EXEC_ENV, serde_json::to_string(args).unwrap())
-            .current_dir(work)
-            .env("KIMI_RS_HOME", home)
-            .env("HOME", home)
-            .env("KIMI_MODEL_NAME", "m")
-            .env("KIMI_MODEL_API_KEY", "k")
-            .env("KIMI_MODEL_PROVIDER_TYPE", "openai")
-            .env("KIMI_MODEL_BASE_URL", format!("{base_url}/v1"))
-            .env("TERM", "xterm-256color")
-            .env_remove("KIMI_RS_TUI_FULL_SCREEN")
-            .env_remove("KIMI_CODE_TUI_FULL_SCREEN")
-            .stdin(Stdio::from(slave.try_clone().unwrap()))
-            .stdout(Stdio::from(slave.try_clone().unwrap()))
-            .stderr(Stdio::from(slave.try_clone().unwrap()))
-            .spawn()
-            .unwrap();
-        let master = File::from(master);
-        let mut reader = master.try_clone().unwrap();
-        let (tx, rx) = mpsc::channel();
-        std::thread::spawn(move || {
-            let mut buf = [0u8; 8192];
-            while let Ok(n) = reader.read(&mut buf) {
-                if n == 0 || tx.send(buf[..n].to_vec()).is_err() {
-                    break;
-                }
-            }
-        });
-        Session {
-            child,
-            parser: vt100::Parser::new(
-                NonZeroU16::new(ROWS).unwrap(),
-                NonZeroU16::new(COLS).unwrap(),
-                1000,
-            ),
-            master,
-            _slave: slave,
-            output: rx,
-        }
-    }
-
-    /// Scrollback and screen, oldest first.
-    fn text(&mut self) -> String {
-        let screen = self.parser.screen().clone();
-        let mut depth = 0;
-        loop {
-            self.parser.screen_mut().set_scrollback(depth + 1);
-            if self.parser.screen().scrollback() == depth {
-                break;
-            }
-            depth += 1;
-        }
-        let mut rows = Vec::new();
-        for k in (1..=depth).rev() {
-            self.parser.screen_mut().set_scrollback(k);
-            rows.push(
-                self.parser
-                    .screen()
-                    .rows(0, COLS)
-                    .next()
-                    .unwrap_or_default(),
-            );
-        }
-        self.parser.screen_mut().set_scrollback(0);
-        rows.extend(screen.rows(0, COLS));
-        rows.join("\n")
-    }
-
-    /// Feeds output to the emulator, answering the cursor-position and device-attribute
-    /// queries crossterm makes.
-    fn feed(&mut self, chunk: &[u8]) {
-        let mut rest = chunk;
-        while let Some(i) = find(rest, b"\x1b[6n") {
-            self.parser.process(&rest[..i]);
-            let (r, c) = self.parser.screen().cursor_position();
-            self.send(format!("\x1b[{};{}R", r + 1, c + 1).as_bytes());
-            rest = &rest[i + 4..];
-        }
-        self.parser.process(rest);
-        if find(chunk, b"\x1b[c").is_some() {
-            self.send(b"\x1b[?1;2c");
-        }
-    }
-
-    fn wait_for(&mut self, what: &str, done: impl Fn(&str) -> bool) -> String {
-        let deadline = Instant::now() + WAIT;
-        loop {
-            let text = self.text();
-            if done(&text) {
-                return text;
-            }
-            let left = deadline.saturating_duration_since(Instant::now());
-            match self
-                .output
-                .recv_timeout(left.min(Duration::from_millis(200)))
-            {
-                Ok(chunk) => self.feed(&chunk),
-                Err(mpsc::RecvTimeoutError::Timeout) if !left.is_zero() => {
-                    if let Some(status) = self.child.try_wait().unwrap() {
-                        panic!(
-                            "kimi-rs exited ({status}) waiting for {what}:\n{}",
-                            self.text()
-                        );
-                    }
-                }
-                Err(_) => panic!("timed out waiting for {what}; screen:\n{}", self.text()),
-            }
-        }
-    }
-
-    fn send(&mut self, bytes: &[u8]) {
-        self.master.write_all(bytes).unwrap();
-    }
-}
-
-impl Drop for Session {
-    fn drop(&mut self) {
-        if matches!(self.child.try_wait(), Ok(None)) {
-            let _ = self.child.kill();
-            let _ = self.child.wait();
-        }
-    }
-}
 
 /// The trampoline (see `tui_e2e.rs`): with [`EXEC_ENV`] set, starts a new session and becomes
 /// `kimi-rs`. In a normal test run it does nothing.
@@ -204,10 +44,6 @@ fn declaration(marker: &str, cwd: &Path) -> String {
         "[environments.pod-0]\ncommand = \"{BIN}\"\nargs = [\"exec-server\"]\nenv = {{ KIMI_TARGET = \"{marker}\" }}\ndefaultCwd = \"{}\"\n",
         cwd.display()
     )
-}
-
-fn find(hay: &[u8], needle: &[u8]) -> Option<usize> {
-    hay.windows(needle.len()).position(|w| w == needle)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -237,7 +73,7 @@ async fn environment_moves_the_session_to_a_target_and_back_in_a_real_terminal()
     let base_url = server.base_url();
     let (work_path, home_path) = (work.path().to_owned(), home.path().to_owned());
     tokio::task::spawn_blocking(move || {
-        let mut s = Session::spawn(&work_path, &home_path, &base_url, &[]);
+        let mut s = Session::spawn_sized(&work_path, &home_path, &base_url, &[], ROWS, COLS);
         s.wait_for("the prompt", |t| t.contains("ask anything"));
         s.send(b"/environment\r");
         s.wait_for("the list", |t| {
@@ -329,11 +165,13 @@ async fn edited_declarations_apply_live_and_the_old_connection_drains() {
     let (work_path, home_path) = (work.path().to_owned(), home.path().to_owned());
     let cwd = target_cwd.clone();
     tokio::task::spawn_blocking(move || {
-        let mut s = Session::spawn(
+        let mut s = Session::spawn_sized(
             &work_path,
             &home_path,
             &base_url,
             &["--yolo", "--environment", "pod-0"],
+            ROWS,
+            COLS,
         );
         s.wait_for("the prompt on pod-0", |t| {
             t.contains("ask anything") && t.contains("pod-0 · ")
