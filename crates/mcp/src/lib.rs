@@ -23,6 +23,7 @@
 
 mod authenticate;
 pub mod config;
+mod control;
 pub mod manager;
 pub mod naming;
 pub mod oauth;
@@ -35,6 +36,7 @@ pub use config::{
     ConfigFile, McpConfig, McpConfigError, ParsedFile, RemoteConfig, ServerConfig, TransportConfig,
     config_files, find_command, load_config,
 };
+pub use control::LoginStarted;
 pub use manager::{
     CLIENT_NAME, DEFAULT_STARTUP_TIMEOUT, DEFAULT_TOOL_TIMEOUT, McpManager, McpProgress, McpState,
     McpUpdate, ServerState, ServerStatus,

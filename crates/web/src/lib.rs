@@ -17,6 +17,7 @@ mod events;
 pub mod fuzzing;
 mod listen;
 mod live;
+mod mcp;
 mod messages;
 mod openapi;
 mod page;
