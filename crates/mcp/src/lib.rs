@@ -16,7 +16,8 @@
 //!
 //! OAuth ([`oauth`]): a remote server that answers 401 (or says `auth: "oauth"`) shows as
 //! "needs login" and offers only `mcp__<server>__authenticate` until it is signed in; tokens
-//! are kept under `<kimi home>/credentials/mcp/` and refreshed by rmcp.
+//! are kept under `<kimi home>/credentials/mcp/` and refreshed by rmcp (and, for SSE, again
+//! when the server refuses one mid-stream).
 //!
 //! Not covered yet: reconnect-and-retry after a transport failure, image compression, the
 //! trust prompt itself (the host asks and passes the answer to [`load_config`]).

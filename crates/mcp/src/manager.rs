@@ -698,7 +698,8 @@ async fn handshake(
                 "Check that the server is running and that `url` in {source} is its SSE endpoint"
             );
             let mut headers = remote.headers.clone();
-            if let Some(manager) = stored_login(&remote, name, token_dir).await? {
+            let login = stored_login(&remote, name, token_dir).await?;
+            if let Some(manager) = &login {
                 // The stream is opened once, so the token is taken (refreshed if due) now.
                 let token = manager.get_access_token().await.map_err(|e| match e {
                     AuthError::AuthorizationRequired => HandshakeError::NeedsLogin {
@@ -717,7 +718,10 @@ async fn handshake(
                 headers.insert(reqwest::header::AUTHORIZATION, value);
             }
             let transport = match SseTransport::connect(remote.client, &remote.url, headers).await {
-                Ok(transport) => transport,
+                Ok(transport) => match login {
+                    Some(manager) => transport.with_auth(manager),
+                    None => transport,
+                },
                 Err(SseConnectError::Unauthorized { url, challenge })
                     if remote.oauth_allowed && token_dir.is_some() =>
                 {
