@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use kimi_config::Config;
-use kimi_core::host::SessionExtras;
+use kimi_core::host::{McpLoginStarted, SessionExtras};
 use kimi_core::session::SessionExtensions;
 use kimi_mcp::{McpManager, McpProgress};
 use kimi_plugins::{PluginCommand, PluginSet};
@@ -324,6 +324,7 @@ impl Extensions {
                     ServerState::Disabled => McpServerState::Disabled,
                 },
                 tool_count: s.tool_count,
+                source: Some(s.source),
             })
             .collect();
         McpStatus {
@@ -410,7 +411,8 @@ impl Extensions {
 }
 
 /// What the session host asks of a session's extensions: skill commands expanded, skills
-/// advertised, MCP status.
+/// advertised, MCP status, sign-ins and reconnects.
+#[async_trait::async_trait]
 impl SessionExtras for Extensions {
     fn prepare(&self, session_id: &str, op: Op) -> Result<Op, String> {
         self.expand_command(op, session_id)
@@ -422,6 +424,32 @@ impl SessionExtras for Extensions {
 
     fn mcp_status(&self) -> McpStatus {
         Extensions::mcp_status(self)
+    }
+
+    async fn mcp_login(&self, server: &str) -> Result<McpLoginStarted, String> {
+        let started = self.manager()?.begin_login(server).await?;
+        Ok(McpLoginStarted {
+            url: started.url,
+            done: started.done,
+        })
+    }
+
+    async fn mcp_logout(&self, server: &str) -> Result<String, String> {
+        self.manager()?.logout(server).await
+    }
+
+    async fn mcp_reconnect(&self, server: &str) -> Result<String, String> {
+        self.manager()?.restart(server).await
+    }
+}
+
+impl Extensions {
+    /// The MCP servers, or why there are none to act on.
+    fn manager(&self) -> Result<&McpManager, String> {
+        self.mcp.as_ref().ok_or_else(|| {
+            let files = self.mcp_config_files.join(" or ");
+            format!("this session has no MCP servers; add them to {files} and start a new session")
+        })
     }
 }
 

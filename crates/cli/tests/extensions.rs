@@ -140,3 +140,138 @@ fn mcp_server_tools_are_offered_and_called() {
         run.stderr
     );
 }
+
+/// The names of the tools a request offers (OpenAI Chat or Anthropic body).
+fn offered_tools(body: &Value) -> Vec<String> {
+    body["tools"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|t| t["function"]["name"].as_str().or(t["name"].as_str()))
+        .map(str::to_owned)
+        .collect()
+}
+
+#[test]
+fn with_tool_select_mcp_schemas_are_announced_loaded_on_demand_and_kept_on_resume() {
+    for format in CORE_FORMATS {
+        let fx = Fixture::new(
+            format,
+            vec![
+                // A misspelt name, and the real tool called before it is loaded.
+                ScriptTurn::tool_calls(&[
+                    (
+                        "call_typo",
+                        "select_tools",
+                        r#"{"names":["mcp__fixture__ecko"]}"#,
+                    ),
+                    ("call_early", "mcp__fixture__echo", r#"{"text":"too soon"}"#),
+                ]),
+                ScriptTurn::tool_calls(&[(
+                    "call_load",
+                    "select_tools",
+                    r#"{"names":["mcp__fixture__echo"]}"#,
+                )]),
+                ScriptTurn::tool_calls(&[(
+                    "call_echo",
+                    "mcp__fixture__echo",
+                    r#"{"text":"ping from the model"}"#,
+                )]),
+                ScriptTurn::text("The server echoed it."),
+                ScriptTurn::text("Still loaded."),
+            ],
+        );
+        let config = json!({"mcpServers": {"fixture": {"command": mcp_fixture()}}});
+        std::fs::write(fx.home.path().join("mcp.json"), config.to_string()).unwrap();
+        std::fs::write(
+            fx.home.path().join("config.toml"),
+            "[experimental]\ntool-select = true\n",
+        )
+        .unwrap();
+        let run = fx.run(&["-p", "echo something", "--output-format", "stream-json"]);
+        assert_eq!(run.code, Some(0), "{run:?}");
+        assert!(
+            !run.stderr.contains("not supported"),
+            "the flag is acted on: {}",
+            run.stderr
+        );
+        let requests = fx.requests();
+        let first = &requests[0].body;
+        let tools = offered_tools(first);
+        assert!(tools.contains(&"select_tools".to_owned()), "{tools:?}");
+        assert!(!tools.iter().any(|t| t.starts_with("mcp__")), "{tools:?}");
+        assert!(
+            !first.to_string().contains("Echo the text back."),
+            "the schema is deferred"
+        );
+        let announced: Vec<String> = common::user_texts(first)
+            .into_iter()
+            .filter(|t| t.contains("<tools_added>"))
+            .collect();
+        assert_eq!(announced.len(), 1, "{:?}", common::user_texts(first));
+        assert!(
+            announced[0].contains("<tools_added>\nmcp__fixture__add\n")
+                && announced[0].contains("\nmcp__fixture__echo\n")
+                && announced[0].contains("</tools_added>\n\nUse the select_tools tool"),
+            "{}",
+            announced[0]
+        );
+
+        let second = &requests[1].body;
+        let results = common::tool_results(second);
+        assert_eq!(results.len(), 2, "{results:?}");
+        assert_eq!(results[0].0, "call_typo");
+        assert!(
+            results[0]
+                .1
+                .contains("Unknown tool: mcp__fixture__ecko. Did you mean: mcp__fixture__echo"),
+            "{results:?}"
+        );
+        assert!(
+            results[1]
+                .1
+                .contains("is available but not loaded. Call select_tools"),
+            "{results:?}"
+        );
+        assert!(!offered_tools(second).iter().any(|t| t.starts_with("mcp__")));
+
+        let third = &requests[2].body;
+        assert!(
+            offered_tools(third).contains(&"mcp__fixture__echo".to_owned()),
+            "the loaded schema is sent: {:?}",
+            offered_tools(third)
+        );
+        assert!(third.to_string().contains("Echo the text back."));
+        let results = common::tool_results(third);
+        assert!(
+            results
+                .iter()
+                .any(|(id, text)| id == "call_load" && text == "Loaded: mcp__fixture__echo"),
+            "{results:?}"
+        );
+        let fourth = &requests[3].body;
+        let results = common::tool_results(fourth);
+        assert!(
+            results
+                .iter()
+                .any(|(id, text)| id == "call_echo" && text.contains("ping from the model")),
+            "the tool's result reached the model: {results:?}"
+        );
+
+        // Resumed, the tool is still loaded and nothing is announced again.
+        let id = fx.session_ids().pop().unwrap();
+        let run = fx.run(&["-S", &id, "-p", "again", "--output-format", "stream-json"]);
+        assert_eq!(run.code, Some(0), "{run:?}");
+        let resumed = &fx.requests()[4].body;
+        assert!(
+            offered_tools(resumed).contains(&"mcp__fixture__echo".to_owned()),
+            "{:?}",
+            offered_tools(resumed)
+        );
+        let announcements = common::user_texts(resumed)
+            .iter()
+            .filter(|t| t.contains("<tools_added>"))
+            .count();
+        assert_eq!(announcements, 1, "{:?}", common::user_texts(resumed));
+    }
+}

@@ -6,18 +6,26 @@
 //!   tools are there and the next call reaches it.
 //! - `kimi-rs mcp login web` does the same from a shell and stores the token (0600);
 //!   `kimi-rs mcp logout web` deletes it; an unknown or stdio server is refused with a reason.
+//! - In the terminal UI, `/mcp-config` lists the servers with their state, reason and source
+//!   file, and `/mcp-config login web` shows the sign-in URL and connects the server once the
+//!   browser comes back.
+//! - `kimi-rs web` serves the same per session: `GET …/mcp/servers`, and `:login` (answers with
+//!   the URL), `:restart` and `:logout` on `…/mcp/servers/<name>`.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod common;
+#[path = "common/pty.rs"]
+mod pty;
 
 use std::io::BufRead;
 use std::process::Child;
 use std::time::Duration;
 
-use common::{CORE_FORMATS, Fixture, tool_results, wait_child};
+use common::web_client::WebServer;
+use common::{CORE_FORMATS, Fixture, tool_results, wait_child, wait_until};
 use kimi_llm::scripted::ScriptTurn;
 use kimi_test_support::mcp_fixture::oauth::{AppState, play_browser, start};
-use serde_json::json;
+use serde_json::{Value, json};
 
 const WAIT: Duration = Duration::from_secs(60);
 
@@ -163,4 +171,179 @@ fn mcp_login_stores_a_private_token_and_logout_deletes_it() {
     let run = fx.run(&["mcp", "login", "local"]);
     assert_eq!(run.code, Some(1), "{run:?}");
     assert!(run.stderr.contains("is a stdio server"), "{run:?}");
+}
+
+/// The pty harness's trampoline (see `common/pty.rs`); does nothing in a normal run.
+#[test]
+fn exec_in_new_session() {
+    pty::trampoline(common::BIN);
+}
+
+#[test]
+fn mcp_config_in_the_tui_lists_servers_and_signs_in() {
+    let fx = Fixture::new(CORE_FORMATS[0], Vec::new());
+    let rt = runtime();
+    let (_url, state) = serve(&rt, &fx);
+    // Wide enough that the sign-in URL is on one line.
+    let mut s = pty::Session::spawn(
+        "exec_in_new_session",
+        &fx.cwd(),
+        fx.home.path(),
+        &fx.server.base_url(),
+        &[],
+        (50, 500),
+    );
+    s.wait_for("the prompt with both servers settled", |t| {
+        t.contains("ask anything") && !t.contains("connecting")
+    });
+    s.send(b"/mcp-config\r");
+    let panel = s.wait_for("the server list", |t| {
+        t.contains("MCP servers") && t.contains("needs login") && t.contains("from:")
+    });
+    let squeezed = |line: &str| line.split_whitespace().collect::<Vec<_>>().join(" ");
+    let lines: Vec<String> = panel.lines().map(squeezed).collect();
+    let row = |name: &str| {
+        lines
+            .iter()
+            .position(|l| l.starts_with(&format!("{name} ")))
+            .unwrap_or_else(|| panic!("no row for {name}:\n{panel}"))
+    };
+    let mcp_json = fx.home.path().join("mcp.json").display().to_string();
+    let web = row("web");
+    assert!(lines[web].starts_with("web needs login http"), "{panel}");
+    assert_eq!(lines[web + 1], format!("from: {mcp_json}"), "{panel}");
+    assert!(lines[web + 2].starts_with("login: "), "{panel}");
+    let local = row("local");
+    assert!(lines[local].starts_with("local failed stdio"), "{panel}");
+    assert_eq!(lines[local + 1], format!("from: {mcp_json}"), "{panel}");
+    assert!(lines[local + 2].starts_with("error: "), "{panel}");
+
+    s.send(b"/mcp-config login web\r");
+    let shown = s.wait_for("the sign-in URL", |t| t.contains("/authorize?"));
+    assert!(
+        shown.contains("Open this URL in a browser to sign in to MCP server `web`"),
+        "{shown}"
+    );
+    let url = shown
+        .split_whitespace()
+        .find(|w| w.starts_with("http://127.0.0.1:") && w.contains("/authorize?"))
+        .unwrap()
+        .to_owned();
+    rt.block_on(play_browser(&url)).unwrap();
+    let done = s.wait_for("the sign-in result and the panel", |t| {
+        t.contains("Signed in to MCP server `web`") && squeezed(t).contains("web connected http")
+    });
+    assert!(done.contains("MCP server `web` is connected."), "{done}");
+    assert_eq!(state.log().grants[0], "authorization_code");
+    let dir = fx.home.path().join("credentials").join("mcp");
+    assert_eq!(std::fs::read_dir(&dir).unwrap().count(), 1);
+    s.send(b"\x04");
+}
+
+#[test]
+fn the_web_api_lists_mcp_servers_signs_in_restarts_and_signs_out() {
+    let fx = Fixture::new(CORE_FORMATS[0], Vec::new());
+    let rt = runtime();
+    let (_url, state) = serve(&rt, &fx);
+    let web = WebServer::start(fx.command(&["web", "--port", "0", "--no-open"]));
+    let session = web.create_session(&fx.cwd());
+    let base = format!("/api/v1/sessions/{session}/mcp/servers");
+    let server = |listed: &Value, name: &str| -> Value {
+        listed["data"]["items"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|s| s["name"] == name)
+            .cloned()
+            .unwrap_or_else(|| panic!("no {name} in {listed}"))
+    };
+    let mut listed = Value::Null;
+    wait_until("both servers settled", || {
+        listed = web.call("GET", &base, json!({}));
+        listed["data"]["items"]
+            .as_array()
+            .is_some_and(|items| items.iter().all(|s| s["status"] != "connecting"))
+    });
+    let mcp_json = fx.home.path().join("mcp.json").display().to_string();
+    let web_server = server(&listed, "web");
+    assert_eq!(web_server["status"], "needs_login", "{listed}");
+    assert_eq!(web_server["transport"], "http");
+    assert_eq!(web_server["source"], mcp_json.as_str());
+    assert!(
+        web_server["reason"]
+            .as_str()
+            .unwrap()
+            .contains("asks for an OAuth sign-in"),
+        "{listed}"
+    );
+    let local = server(&listed, "local");
+    assert_eq!(local["status"], "failed", "{listed}");
+    assert!(local["reason"].as_str().is_some(), "{listed}");
+
+    let login = web.call("POST", &format!("{base}/web:login"), json!({}));
+    assert_eq!(login["code"], 0, "{login}");
+    let url = login["data"]["authorization_url"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert!(url.contains("/authorize?"), "{login}");
+    rt.block_on(play_browser(&url)).unwrap();
+    wait_until("the server connected after the sign-in", || {
+        server(&web.call("GET", &base, json!({})), "web")["status"] == "connected"
+    });
+    assert_eq!(state.log().grants[0], "authorization_code");
+
+    let restarted = web.call("POST", &format!("{base}/web:restart"), json!({}));
+    assert_eq!(restarted["code"], 0, "{restarted}");
+    assert_eq!(
+        restarted["data"]["message"],
+        "MCP server `web` is connected."
+    );
+    assert_eq!(restarted["data"]["server"]["status"], "connected");
+
+    let failed = web.call("POST", &format!("{base}/local:restart"), json!({}));
+    assert_eq!(failed["code"], 80001, "{failed}");
+    assert!(
+        failed["msg"]
+            .as_str()
+            .unwrap()
+            .starts_with("MCP server `local` failed to start:"),
+        "{failed}"
+    );
+
+    let out = web.call("POST", &format!("{base}/web:logout"), json!({}));
+    assert_eq!(out["code"], 0, "{out}");
+    let message = out["data"]["message"].as_str().unwrap();
+    assert!(
+        message.starts_with("Deleted the stored sign-in of MCP server `web`.")
+            && message.contains("needs login"),
+        "{out}"
+    );
+    assert_eq!(out["data"]["server"]["status"], "needs_login");
+    let dir = fx.home.path().join("credentials").join("mcp");
+    assert_eq!(std::fs::read_dir(&dir).unwrap().count(), 0);
+
+    let unknown = web.call("POST", &format!("{base}/nosuch:restart"), json!({}));
+    assert_eq!(unknown["code"], 80001, "{unknown}");
+    assert!(
+        unknown["msg"]
+            .as_str()
+            .unwrap()
+            .contains("there is no MCP server `nosuch`"),
+        "{unknown}"
+    );
+    let bad = web.call("POST", &format!("{base}/web:frob"), json!({}));
+    assert_eq!(bad["code"], 40001, "{bad}");
+    let doc = web.call("GET", "/api/v1/openapi.json", json!({}));
+    for path in [
+        "/api/v1/sessions/{id}/mcp/servers",
+        "/api/v1/sessions/{id}/mcp/servers/{name}:login",
+        "/api/v1/sessions/{id}/mcp/servers/{name}:logout",
+        "/api/v1/sessions/{id}/mcp/servers/{name}:restart",
+    ] {
+        assert!(
+            doc["data"]["paths"].get(path).is_some(),
+            "{path} documented"
+        );
+    }
 }

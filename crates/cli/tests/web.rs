@@ -691,6 +691,7 @@ fn status_meta_search_and_the_page_report_real_state() {
         ("approvals", true),
         ("questions", true),
         ("openapi", true),
+        ("mcp", true),
         ("file_upload", false),
         ("terminal", false),
     ] {

@@ -24,7 +24,7 @@ pub const FLAGS: &[Flag] = &[
         env: "KIMI_CODE_EXPERIMENTAL_TOOL_SELECT",
         default: false,
         description: "announce deferred MCP tool schemas and let the model load them with select_tools",
-        unsupported: Some("every enabled tool's schema is always sent"),
+        unsupported: None,
     },
     Flag {
         id: "wait_for",

@@ -154,7 +154,7 @@ clock = "system"
 poll_interval_ms = 1000
 
 [experimental]
-tool-select = true
+tower = true
 
 [model_catalog]
 refresh_interval_ms = 1000
@@ -201,7 +201,7 @@ fn settings_kimi_rs_does_not_act_on_are_reported_once_each_when_set() {
         "thinking.keep",
         "token_counting",
         "identity",
-        "experimental.tool-select",
+        "experimental.tower",
         "model_catalog",
         "models.k2.beta_api",
         "cron.clock",

@@ -16,3 +16,4 @@ pub mod prompt;
 pub mod session;
 pub mod subagent;
 pub mod swarm_mode;
+pub mod tool_select;

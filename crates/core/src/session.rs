@@ -785,6 +785,26 @@ pub fn open_session(mut setup: SessionSetup) -> Result<OpenedSession, SessionErr
             Err(warning) => warnings.push(warning),
         }
     }
+    let mut registry = main_registry(
+        &profile,
+        &main_tools,
+        setup.extensions.late_tools.as_ref(),
+        &subagents,
+        &plan,
+        cron.as_ref(),
+        &setup.config.effective_tools(),
+    );
+    // With disclosure on, the loader is offered whatever the profile lists: it only ever
+    // loads tools the profile already allows.
+    let tool_select = setup
+        .config
+        .flag_enabled("tool-select")
+        .then(crate::tool_select::ToolSelect::new);
+    if let Some(state) = &tool_select {
+        registry.register(Arc::new(crate::tool_select::SelectToolsTool::new(
+            state.clone(),
+        )));
+    }
     let config = AgentConfig {
         session_id: session.state.id.clone(),
         system_prompt: crate::prompt::SystemPrompt::new(system_prompt.clone()),
@@ -792,15 +812,7 @@ pub fn open_session(mut setup: SessionSetup) -> Result<OpenedSession, SessionErr
         models: setup.models.clone(),
         max_steps_per_turn: setup.max_steps_per_turn,
         retry: setup.retry,
-        tools: Arc::new(main_registry(
-            &profile,
-            &main_tools,
-            setup.extensions.late_tools.as_ref(),
-            &subagents,
-            &plan,
-            cron.as_ref(),
-            &setup.config.effective_tools(),
-        )),
+        tools: Arc::new(registry),
         tool_ctx: Arc::new(ctx),
         permissions,
         hooks: hooks.clone(),
@@ -815,6 +827,7 @@ pub fn open_session(mut setup: SessionSetup) -> Result<OpenedSession, SessionErr
         compaction,
         checkpoints,
         instructions: Some(Arc::new(instructions)),
+        tool_select,
     };
     let queued = restored.queued_prompts.clone();
     let agent = spawn_linked(config, log, queued, link, events);

@@ -16,13 +16,15 @@
 //!
 //! OAuth ([`oauth`]): a remote server that answers 401 (or says `auth: "oauth"`) shows as
 //! "needs login" and offers only `mcp__<server>__authenticate` until it is signed in; tokens
-//! are kept under `<kimi home>/credentials/mcp/` and refreshed by rmcp.
+//! are kept under `<kimi home>/credentials/mcp/` and refreshed by rmcp (and, for SSE, again
+//! when the server refuses one mid-stream).
 //!
 //! Not covered yet: reconnect-and-retry after a transport failure, image compression, the
 //! trust prompt itself (the host asks and passes the answer to [`load_config`]).
 
 mod authenticate;
 pub mod config;
+mod control;
 pub mod manager;
 pub mod naming;
 pub mod oauth;
@@ -35,6 +37,7 @@ pub use config::{
     ConfigFile, McpConfig, McpConfigError, ParsedFile, RemoteConfig, ServerConfig, TransportConfig,
     config_files, find_command, load_config,
 };
+pub use control::LoginStarted;
 pub use manager::{
     CLIENT_NAME, DEFAULT_STARTUP_TIMEOUT, DEFAULT_TOOL_TIMEOUT, McpManager, McpProgress, McpState,
     McpUpdate, ServerState, ServerStatus,

@@ -42,7 +42,7 @@ const STDERR_DRAIN_LIMIT: Duration = Duration::from_secs(2);
 /// The name this client announces in `initialize`.
 pub const CLIENT_NAME: &str = "kimi-rs";
 
-type Service = RunningService<RoleClient, ClientConfig>;
+pub(crate) type Service = RunningService<RoleClient, ClientConfig>;
 
 /// Where a server stands.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -71,6 +71,8 @@ pub struct ServerStatus {
     pub tool_count: usize,
     /// The stdio server's process id while it runs.
     pub pid: Option<u32>,
+    /// The file that configures it.
+    pub source: String,
 }
 
 /// What observers see: every server's status and every warning so far (append-only).
@@ -90,16 +92,16 @@ impl McpState {
     }
 }
 
-struct ServerSlot {
-    status: ServerStatus,
-    tools: Vec<Arc<McpTool>>,
-    service: Option<Service>,
+pub(crate) struct ServerSlot {
+    pub(crate) status: ServerStatus,
+    pub(crate) tools: Vec<Arc<McpTool>>,
+    pub(crate) service: Option<Service>,
 }
 
-struct Slots {
-    servers: Vec<ServerSlot>,
+pub(crate) struct Slots {
+    pub(crate) servers: Vec<ServerSlot>,
     /// Qualified tool names in use (sanitizing can map two names to one; first come wins).
-    taken: HashSet<String>,
+    pub(crate) taken: HashSet<String>,
     warnings: Vec<String>,
 }
 
@@ -111,16 +113,18 @@ pub(crate) struct Shared {
     cwd: PathBuf,
     env: HashMap<String, String>,
     pub(crate) token_dir: Option<TokenDir>,
+    /// Every server's configuration, by slot index (for sign-ins and reconnects).
+    pub(crate) configs: Vec<(String, ServerConfig)>,
 }
 
 impl Shared {
-    fn lock(&self) -> std::sync::MutexGuard<'_, Slots> {
+    pub(crate) fn lock(&self) -> std::sync::MutexGuard<'_, Slots> {
         self.slots
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
-    fn publish(&self, slots: &Slots) {
+    pub(crate) fn publish(&self, slots: &Slots) {
         let state = McpState {
             servers: slots.servers.iter().map(|s| s.status.clone()).collect(),
             warnings: slots.warnings.clone(),
@@ -131,7 +135,7 @@ impl Shared {
 
 /// The session's MCP servers and their tools.
 pub struct McpManager {
-    shared: Arc<Shared>,
+    pub(crate) shared: Arc<Shared>,
     tasks: Vec<tokio::task::JoinHandle<()>>,
     /// Warnings known when `start` returned (it hands them to the caller itself).
     initial_warnings: usize,
@@ -195,6 +199,7 @@ impl McpManager {
                 state: ServerState::Disabled,
                 tool_count: 0,
                 pid: None,
+                source: server.source.display().to_string(),
             };
             if server.enabled {
                 let stderr = StderrTail::default();
@@ -229,6 +234,11 @@ impl McpManager {
             cwd: cwd.to_path_buf(),
             env: env.clone(),
             token_dir: config.token_dir.clone(),
+            configs: config
+                .servers
+                .iter()
+                .map(|(name, server)| (name.clone(), server.clone()))
+                .collect(),
         });
         shared.publish(&shared.lock());
         let servers: Vec<(&String, &ServerConfig)> = config.servers.iter().collect();
@@ -688,7 +698,8 @@ async fn handshake(
                 "Check that the server is running and that `url` in {source} is its SSE endpoint"
             );
             let mut headers = remote.headers.clone();
-            if let Some(manager) = stored_login(&remote, name, token_dir).await? {
+            let login = stored_login(&remote, name, token_dir).await?;
+            if let Some(manager) = &login {
                 // The stream is opened once, so the token is taken (refreshed if due) now.
                 let token = manager.get_access_token().await.map_err(|e| match e {
                     AuthError::AuthorizationRequired => HandshakeError::NeedsLogin {
@@ -707,7 +718,10 @@ async fn handshake(
                 headers.insert(reqwest::header::AUTHORIZATION, value);
             }
             let transport = match SseTransport::connect(remote.client, &remote.url, headers).await {
-                Ok(transport) => transport,
+                Ok(transport) => match login {
+                    Some(manager) => transport.with_auth(manager),
+                    None => transport,
+                },
                 Err(SseConnectError::Unauthorized { url, challenge })
                     if remote.oauth_allowed && token_dir.is_some() =>
                 {

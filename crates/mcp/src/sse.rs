@@ -4,12 +4,14 @@
 //! `message` event. Still what many hosted servers and `server-everything sse` speak.
 
 use std::borrow::Cow;
+use std::sync::{Arc, Mutex};
 
 use futures::StreamExt;
-use reqwest::header::{ACCEPT, HeaderMap};
+use reqwest::header::{ACCEPT, AUTHORIZATION, HeaderMap, HeaderValue};
 use rmcp::RoleClient;
 use rmcp::model::{ClientJsonRpcMessage, ServerJsonRpcMessage};
 use rmcp::transport::Transport;
+use rmcp::transport::auth::AuthorizationManager;
 use sse_stream::SseStream;
 use tokio::sync::mpsc;
 
@@ -31,6 +33,11 @@ pub enum SseError {
     },
     #[error("cannot encode the message: {0}")]
     Encode(serde_json::Error),
+    /// The server refused the token (HTTP 401) and refreshing it failed.
+    #[error(
+        "{endpoint} refused the OAuth token (HTTP 401) and refreshing it failed: {reason}. Sign in again (`/mcp-config login <server>`)"
+    )]
+    Refresh { endpoint: String, reason: String },
 }
 
 /// Why the event stream could not be opened.
@@ -52,7 +59,11 @@ impl From<String> for SseConnectError {
 /// A connected SSE session: where to post, and what the stream delivered.
 pub struct SseTransport {
     client: reqwest::Client,
-    headers: HeaderMap,
+    /// Shared with sends in flight: a refreshed token replaces `Authorization` for later ones.
+    headers: Arc<Mutex<HeaderMap>>,
+    /// The OAuth sign-in, when the server has one: a POST answered 401 refreshes the token and
+    /// is sent once more.
+    auth: Option<Arc<AuthorizationManager>>,
     endpoint: String,
     incoming: mpsc::Receiver<ServerJsonRpcMessage>,
     reader: tokio::task::JoinHandle<()>,
@@ -180,12 +191,36 @@ impl SseTransport {
         });
         Ok(SseTransport {
             client,
-            headers,
+            headers: Arc::new(Mutex::new(headers)),
+            auth: None,
             endpoint,
             incoming,
             reader,
         })
     }
+}
+
+impl SseTransport {
+    /// Refresh the token with `auth` when a message is refused with HTTP 401 (once per
+    /// message).
+    pub fn with_auth(mut self, auth: AuthorizationManager) -> Self {
+        self.auth = Some(Arc::new(auth));
+        self
+    }
+}
+
+fn lock(headers: &Mutex<HeaderMap>) -> std::sync::MutexGuard<'_, HeaderMap> {
+    headers
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+/// A fresh token from `auth`, as an `Authorization` value.
+async fn refreshed(auth: &AuthorizationManager) -> Result<HeaderValue, String> {
+    auth.refresh_token().await.map_err(|e| e.to_string())?;
+    let token = auth.get_access_token().await.map_err(|e| e.to_string())?;
+    HeaderValue::from_str(&format!("Bearer {token}"))
+        .map_err(|_| "the new token is not a valid HTTP header value".to_owned())
 }
 
 impl Transport<RoleClient> for SseTransport {
@@ -200,19 +235,43 @@ impl Transport<RoleClient> for SseTransport {
         item: ClientJsonRpcMessage,
     ) -> impl Future<Output = Result<(), Self::Error>> + Send + 'static {
         let endpoint = self.endpoint.clone();
-        let request = serde_json::to_vec(&item).map(|body| {
-            self.client
-                .post(&endpoint)
-                .headers(self.headers.clone())
-                .header(reqwest::header::CONTENT_TYPE, "application/json")
-                .body(body)
-        });
+        let client = self.client.clone();
+        let headers = Arc::clone(&self.headers);
+        let auth = self.auth.clone();
+        let body = serde_json::to_vec(&item);
         async move {
-            let request = request.map_err(SseError::Encode)?;
-            let response = request.send().await.map_err(|source| SseError::Send {
+            let body = body.map_err(SseError::Encode)?;
+            let post = |headers: HeaderMap| {
+                client
+                    .post(&endpoint)
+                    .headers(headers)
+                    .header(reqwest::header::CONTENT_TYPE, "application/json")
+                    .body(body.clone())
+                    .send()
+            };
+            let sent = |source| SseError::Send {
                 endpoint: endpoint.clone(),
                 source,
-            })?;
+            };
+            let first = lock(&headers).clone();
+            let mut response = post(first).await.map_err(sent)?;
+            // The stream stays open past the token's life: a refused token is refreshed and
+            // the message sent once more.
+            if response.status() == reqwest::StatusCode::UNAUTHORIZED
+                && let Some(auth) = &auth
+            {
+                let value = refreshed(auth).await.map_err(|reason| SseError::Refresh {
+                    endpoint: endpoint.clone(),
+                    reason,
+                })?;
+                let retry = {
+                    let mut headers = lock(&headers);
+                    headers.insert(AUTHORIZATION, value);
+                    headers.clone()
+                };
+                tracing::info!(endpoint = %endpoint, "MCP SSE token refreshed after HTTP 401");
+                response = post(retry).await.map_err(sent)?;
+            }
             let status = response.status();
             if status.is_success() {
                 return Ok(());

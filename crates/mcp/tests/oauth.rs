@@ -177,6 +177,26 @@ async fn sign_in_then_use(sse: bool) -> TestResult {
     assert_eq!(manager.status()[0].state, ServerState::Connected);
     assert!(names(&late).contains(&"mcp__web__add".to_owned()));
     assert_eq!(state.log().registered.len(), 1, "no second registration");
+    if sse {
+        // The stream outlives the token: the server refuses it on a message, kimi-rs
+        // refreshes it and sends the message once more.
+        let add = late
+            .tools()
+            .into_iter()
+            .find(|t| t.name() == "mcp__web__add")
+            .ok_or("no add tool")?;
+        state.expire_token();
+        assert_eq!(
+            run_tool(add.as_ref(), json!({"a": 4, "b": 5}), &ctx).await,
+            ToolResult::ok("9")
+        );
+        let log = state.log();
+        assert_eq!(
+            log.grants,
+            vec!["authorization_code", "refresh_token", "refresh_token"]
+        );
+        assert_eq!(log.accepted.last().map(String::as_str), Some("tok-3"));
+    }
     manager.shutdown().await;
     Ok(())
 }

@@ -195,6 +195,7 @@ async fn stdio_tools_are_listed_with_sanitized_names_and_callable() -> TestResul
             state: ServerState::Connected,
             tool_count: 11,
             pid: status[0].pid,
+            source: status[0].source.clone(),
         }
     );
     assert!(status[0].pid.is_some());

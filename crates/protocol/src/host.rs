@@ -64,6 +64,32 @@ pub struct McpServerEntry {
     pub transport: String,
     pub state: McpServerState,
     pub tool_count: usize,
+    /// The file that configures it (`mcp.json`, a project's `.mcp.json`, a plugin's manifest).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub source: Option<String>,
+}
+
+/// What `Op::McpServer` does to one server.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum McpServerAction {
+    /// Start the OAuth sign-in of a remote server: `Event::McpSignIn` carries the URL to
+    /// open; when the browser comes back the token is stored and the server reconnected.
+    Login,
+    /// Delete the server's stored sign-in and reconnect it (it then needs a login again).
+    Logout,
+    /// Close the server's connection (stop its process) and connect it again.
+    Reconnect,
+}
+
+impl McpServerAction {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            McpServerAction::Login => "login",
+            McpServerAction::Logout => "logout",
+            McpServerAction::Reconnect => "reconnect",
+        }
+    }
 }
 
 /// The MCP servers of a session (the `/mcp` panel).

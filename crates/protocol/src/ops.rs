@@ -186,6 +186,13 @@ pub enum Op {
     ShellToBackground,
     /// Answered with `Event::McpStatus`.
     McpStatus,
+    /// Sign in to, sign out of or reconnect one MCP server (`/mcp-config login|logout|
+    /// reconnect <server>`). A login is announced with `Event::McpSignIn`; every action ends
+    /// with `Event::McpServerDone` (or `Event::Error` when it cannot start).
+    McpServer {
+        server: String,
+        action: crate::host::McpServerAction,
+    },
     /// Name the session (`/title <text>`, kept over later prompts), or with `None` ask for its
     /// title; answered with `Event::SessionTitle`.
     SetTitle {
@@ -209,6 +216,7 @@ impl Op {
                 | Op::Shell { .. }
                 | Op::ShellToBackground
                 | Op::McpStatus
+                | Op::McpServer { .. }
                 | Op::SetTitle { .. }
                 | Op::Fork
         )
@@ -509,6 +517,19 @@ pub enum Event {
     ShellBackgrounded { command: String, task_id: String },
     #[serde(rename = "mcp.status")]
     McpStatus { status: McpStatus },
+    /// An MCP sign-in started: the user opens `url` in a browser.
+    #[serde(rename = "mcp.sign_in")]
+    McpSignIn { server: String, url: String },
+    /// `Op::McpServer` finished; `message` says what happened and `status` is the servers'
+    /// status afterwards.
+    #[serde(rename = "mcp.server_done")]
+    McpServerDone {
+        server: String,
+        action: crate::host::McpServerAction,
+        ok: bool,
+        message: String,
+        status: McpStatus,
+    },
     /// The session's title (`None` while untitled); `changed` when `Op::SetTitle` set it.
     #[serde(rename = "session.title")]
     SessionTitle {
@@ -576,6 +597,7 @@ mod tests {
                     transport: "stdio".into(),
                     state: crate::host::McpServerState::Failed("no such file".into()),
                     tool_count: 0,
+                    source: None,
                 }],
                 problem: None,
                 config_files: vec![],

@@ -155,6 +155,14 @@ impl LateTools {
         self.read().tools.clone()
     }
 
+    /// Whether a source still loading may provide `name` (its prefix matches).
+    pub fn may_provide(&self, name: &str) -> bool {
+        self.read()
+            .pending
+            .iter()
+            .any(|(_, prefix)| name.starts_with(prefix.as_str()))
+    }
+
     /// Sources still loading.
     pub fn pending(&self) -> usize {
         self.read().pending.len()

@@ -766,6 +766,26 @@ impl App {
                 );
             }
             Event::McpStatus { status } => self.push(CellKind::Mcp(status)),
+            Event::McpSignIn { server, url } => self.notice(
+                NoticeLevel::Info,
+                format!(
+                    "Open this URL in a browser to sign in to MCP server `{server}` (kimi-rs waits up to 15 minutes):\n{url}"
+                ),
+            ),
+            Event::McpServerDone {
+                ok,
+                message,
+                status,
+                ..
+            } => {
+                let level = if ok {
+                    NoticeLevel::Info
+                } else {
+                    NoticeLevel::Warning
+                };
+                self.notice(level, message);
+                self.push(CellKind::Mcp(status));
+            }
             Event::GoalUpdated { goal, change } => self.goal_updated(goal, change),
             Event::GoalQueue { goals } => self.goal_queue_listed(goals),
             Event::ModelChanged {

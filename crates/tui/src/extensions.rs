@@ -160,6 +160,12 @@ fn rows(status: &McpStatus, t: &Theme) -> Vec<Vec<(String, Style)>> {
             (format!("{}  ", pad(&s.transport, transport_w)), t.text_dim),
             (tools_text(s), t.text),
         ]);
+        if let Some(source) = &s.source {
+            rows.push(vec![
+                ("    from: ".to_owned(), t.text_dim),
+                (source.clone(), t.text_dim),
+            ]);
+        }
         if let McpServerState::Failed(reason) = &s.state {
             let reason = reason.split_whitespace().collect::<Vec<_>>().join(" ");
             rows.push(vec![
@@ -255,6 +261,7 @@ mod tests {
             transport: "stdio".to_owned(),
             state,
             tool_count,
+            source: None,
         };
         let servers = [
             entry("a", McpServerState::Connected, 2),

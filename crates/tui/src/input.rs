@@ -280,6 +280,12 @@ impl App {
             self.run_command(spec.command, &args);
             return;
         }
+        // `/mcp-config` acts on the servers itself for these; other arguments go to the
+        // built-in `mcp-config` skill (adding or editing a server is the model's work).
+        if let Some(op) = mcp_config_op(text.trim()) {
+            self.op(op);
+            return;
+        }
         if self.busy {
             // The engine queues it; the pane shows it until its turn starts.
             self.queued.push_back(text.clone());
@@ -806,4 +812,26 @@ pub fn mode_name(mode: PermissionMode) -> &'static str {
 /// Context use in percent, when the window is known.
 pub fn context_percent(tokens: u64, window: u64) -> Option<u64> {
     (window > 0).then(|| (tokens * 100 / window).min(100))
+}
+
+/// `/mcp-config` (the servers and their state), `/mcp-config login|logout|reconnect <server>`;
+/// `None` for anything else.
+fn mcp_config_op(text: &str) -> Option<Op> {
+    use kimi_protocol::host::McpServerAction;
+    let rest = text.strip_prefix("/mcp-config")?;
+    if !(rest.is_empty() || rest.starts_with(char::is_whitespace)) {
+        return None;
+    }
+    let words: Vec<&str> = rest.split_whitespace().collect();
+    let action = match words.as_slice() {
+        [] => return Some(Op::McpStatus),
+        ["login", _] => McpServerAction::Login,
+        ["logout", _] => McpServerAction::Logout,
+        ["reconnect", _] => McpServerAction::Reconnect,
+        _ => return None,
+    };
+    Some(Op::McpServer {
+        server: words[1].to_owned(),
+        action,
+    })
 }

@@ -28,6 +28,8 @@ pub mod code {
     pub const CONTEXT_BUSY: u32 = 40910;
     pub const CANNOT_UNDO: u32 = 40911;
     pub const INTERNAL: u32 = 50001;
+    /// An MCP server action that failed (the reference's MCP passthrough band).
+    pub const MCP_FAILED: u32 = 80001;
 }
 
 tokio::task_local! {

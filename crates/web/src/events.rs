@@ -217,6 +217,8 @@ pub fn convert(event: &Event) -> Option<(&'static str, Value, bool)> {
         | Event::ShellStarted { .. }
         | Event::ShellBackgrounded { .. }
         | Event::McpStatus { .. }
+        | Event::McpSignIn { .. }
+        | Event::McpServerDone { .. }
         | Event::SessionTitle { .. } => None,
     }
 }

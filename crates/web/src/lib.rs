@@ -18,6 +18,7 @@ pub mod fuzzing;
 pub mod instances;
 mod listen;
 mod live;
+mod mcp;
 mod messages;
 mod openapi;
 mod page;

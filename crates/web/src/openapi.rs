@@ -55,6 +55,15 @@ fn any() -> Value {
     json!({"type": "object"})
 }
 
+/// What an MCP server action answers.
+fn mcp_action() -> Value {
+    object(json!({
+        "server": {"$ref": "#/components/schemas/McpServer"},
+        "message": {"type": "string"},
+        "authorization_url": {"type": ["string", "null"], "description": "Set by :login."},
+    }))
+}
+
 fn session_ref() -> Value {
     json!({"$ref": "#/components/schemas/Session"})
 }
@@ -277,6 +286,50 @@ fn operations() -> Vec<(&'static str, &'static str, Value)> {
         ),
         (
             "get",
+            "/sessions/{id}/mcp/servers",
+            op(
+                "The session's MCP servers: status connecting, connected, failed, needs_login or disabled, with the reason, the tool count and the file that configures each; `problem` lists entries that did not load.",
+                vec![id()],
+                None,
+                object(json!({
+                    "items": {"type": "array", "items": {"$ref": "#/components/schemas/McpServer"}},
+                    "problem": {"type": ["string", "null"]},
+                    "config_files": {"type": "array", "items": {"type": "string"}},
+                })),
+            ),
+        ),
+        (
+            "post",
+            "/sessions/{id}/mcp/servers/{name}:login",
+            op(
+                "Start the OAuth sign-in of a remote MCP server: open `authorization_url` in a browser; when it comes back to kimi-rs's loopback callback (within 15 minutes) the token is stored and the server reconnects. Code 80001 when the sign-in cannot start.",
+                vec![id(), path_param("name", "The server's name in mcp.json.")],
+                None,
+                mcp_action(),
+            ),
+        ),
+        (
+            "post",
+            "/sessions/{id}/mcp/servers/{name}:logout",
+            op(
+                "Delete the server's stored OAuth sign-in and reconnect it (it then needs a login again).",
+                vec![id(), path_param("name", "The server's name in mcp.json.")],
+                None,
+                mcp_action(),
+            ),
+        ),
+        (
+            "post",
+            "/sessions/{id}/mcp/servers/{name}:restart",
+            op(
+                "Close the server's connection (stopping a stdio server's process) and connect it again; code 80001 with the reason when it does not come back.",
+                vec![id(), path_param("name", "The server's name in mcp.json.")],
+                None,
+                mcp_action(),
+            ),
+        ),
+        (
+            "get",
             "/sessions/{id}/questions",
             op(
                 "Pending AskUserQuestion requests (`status=pending` is required).",
@@ -364,6 +417,12 @@ pub fn document() -> Value {
                     "todos": {"type": "array", "items": object(json!({"title": {"type": "string"}, "status": {"enum": ["pending", "in_progress", "done"]}}))},
                     "goal": {"type": ["object", "null"]},
                     "context_tokens": {"type": "integer"}, "max_context_tokens": {"type": ["integer", "null"]},
+                })),
+                "McpServer": object(json!({
+                    "name": {"type": "string"}, "transport": {"enum": ["stdio", "http", "sse"]},
+                    "status": {"enum": ["connecting", "connected", "failed", "needs_login", "disabled"]},
+                    "reason": {"type": ["string", "null"], "description": "Why it failed, or how to sign in."},
+                    "tool_count": {"type": "integer"}, "source": {"type": ["string", "null"]},
                 })),
                 "Approval": object(json!({
                     "approval_id": {"type": "string"}, "tool_call_id": {"type": "string"}, "tool_name": {"type": "string"},

@@ -86,7 +86,7 @@ pub async fn meta(State(app): State<Arc<App>>) -> Data<Value> {
             "openapi": serves(Method::GET, "/openapi.json"),
             "file_upload": serves(Method::POST, "/files"),
             "fs_query": serves(Method::POST, "/workspace"),
-            "mcp": serves(Method::GET, "/mcp"),
+            "mcp": serves(Method::GET, "/sessions/{id}/mcp/servers"),
             "tasks": serves(Method::GET, "/sessions/{id}/tasks"),
             "terminal": serves(Method::GET, "/sessions/{id}/terminals"),
         },

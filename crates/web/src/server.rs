@@ -276,6 +276,11 @@ pub(crate) fn api_routes() -> Routes {
         .post("/sessions/{id}/rewind", crate::rewind::rewind)
         .get("/sessions/{id}/approvals", rest::list_approvals)
         .post("/sessions/{id}/approvals/{aid}", rest::resolve_approval)
+        .get("/sessions/{id}/mcp/servers", crate::mcp::list_servers)
+        .post(
+            "/sessions/{id}/mcp/servers/{name}",
+            crate::mcp::server_action,
+        )
         .get("/sessions/{id}/questions", questions::list_questions)
         .post("/sessions/{id}/questions/{qid}", questions::answer_question)
         .get("/ws", websocket)

@@ -253,6 +253,8 @@ impl<O: Write, E: Write> TurnWriter for TextWriter<O, E> {
             | Event::ShellStarted { .. }
             | Event::ShellBackgrounded { .. }
             | Event::McpStatus { .. }
+            | Event::McpSignIn { .. }
+            | Event::McpServerDone { .. }
             | Event::GoalQueue { .. }
         | Event::SessionTitle { .. }
         | Event::SessionForked { .. }
@@ -482,6 +484,8 @@ impl<O: Write> TurnWriter for JsonWriter<O> {
             | Event::ShellStarted { .. }
             | Event::ShellBackgrounded { .. }
             | Event::McpStatus { .. }
+            | Event::McpSignIn { .. }
+            | Event::McpServerDone { .. }
             | Event::GoalQueue { .. }
         | Event::SessionTitle { .. }
         | Event::SessionForked { .. }

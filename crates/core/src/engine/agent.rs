@@ -215,6 +215,7 @@ async fn dispatch(rt: Arc<Runtime>, mut ops: mpsc::UnboundedReceiver<Op>) {
             | Op::Shell { .. }
             | Op::ShellToBackground
             | Op::McpStatus
+            | Op::McpServer { .. }
             | Op::SetTitle { .. }
             | Op::Fork) => rt.emit(Event::Error {
                 message: format!(

@@ -107,6 +107,8 @@ pub struct BatchEnv<'a> {
     pub cancel: CancellationToken,
     /// Whether a cancel comes from the user (it changes the aborted text).
     pub user_cancel: bool,
+    /// Disclosure: deferred tools must be loaded with `select_tools` before they are called.
+    pub tool_select: Option<&'a crate::tool_select::ToolSelect>,
 }
 
 #[derive(Debug, Default)]
@@ -195,8 +197,9 @@ async fn prepare_one(
     }
     let args = match env
         .registry
-        .preflight(env.validator, &call.name, raw_args(call), |_| None)
-    {
+        .preflight(env.validator, &call.name, raw_args(call), |name| {
+            env.tool_select.and_then(|state| state.veto(name))
+        }) {
         Preflight::Rejected { output, args } => {
             return (args, None, Prepared::Done(ToolResult::error(output)));
         }

@@ -120,6 +120,8 @@ pub struct AgentConfig {
     /// The AGENTS.md files watched for changes and discovered by tool calls; `None` = not
     /// watched (subagents).
     pub instructions: Option<Arc<crate::prompt::Instructions>>,
+    /// Progressive tool disclosure (flag `tool-select`): MCP schemas load on demand.
+    pub tool_select: Option<Arc<crate::tool_select::ToolSelect>>,
 }
 
 /// A prompt waiting for its turn.

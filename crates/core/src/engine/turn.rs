@@ -252,6 +252,7 @@ pub async fn run_turn(rt: &Arc<Runtime>, prompt: Pending, cancel: CancellationTo
         rt.emit(Event::StepStarted { turn_id, step });
         match run_step(
             rt,
+            &prompt.prompt_id,
             turn_id,
             step,
             &cancel,
@@ -392,6 +393,33 @@ async fn stop_hook(rt: &Runtime) -> Option<String> {
     result.blocked
 }
 
+/// The request's messages and tools: the projected history and every tool's schema, or, with
+/// disclosure on, the schemas of tools not deferred plus those the model loaded. Without it,
+/// what a session with disclosure on left in the history is not sent.
+fn shaped_request(
+    rt: &Runtime,
+    policy: &ProjectionPolicy,
+) -> (Vec<Message>, Vec<kimi_protocol::ToolSchema>) {
+    let log = rt.log();
+    let history = log.history().messages();
+    match &rt.config.tool_select {
+        Some(state) => {
+            let mut messages = project_with(history, policy).messages;
+            let late = rt.config.tools.late();
+            let pending = |name: &str| late.is_some_and(|late| late.may_provide(name));
+            let tools = state.shape(rt.config.tools.schemas(), history, &mut messages, &pending);
+            (messages, tools)
+        }
+        None => {
+            let messages = match crate::tool_select::without_disclosure(history) {
+                Some(stripped) => project_with(&stripped, policy).messages,
+                None => project_with(history, policy).messages,
+            };
+            (messages, rt.config.tools.schemas())
+        }
+    }
+}
+
 /// Close the step of an attempt that did not finish. An interrupted attempt keeps what it
 /// streamed (the user saw it and stopped it); a broken one is discarded — it is retried or the
 /// turn fails, so its partial text would otherwise be replayed as an answer on resume.
@@ -422,6 +450,7 @@ fn close_failed_attempt(
 #[allow(clippy::too_many_arguments)]
 async fn run_step(
     rt: &Arc<Runtime>,
+    prompt_id: &str,
     turn_id: u64,
     step: u32,
     cancel: &CancellationToken,
@@ -434,6 +463,8 @@ async fn run_step(
         // first request; a server that hangs costs it this much and no more.
         late.first_request_grace(LATE_TOOLS_GRACE).await;
     }
+    // After the wait above, so servers that just connected are announced with this step.
+    crate::tool_select::announce(rt, prompt_id);
     let mut attempt: u32 = 1;
     let (uuid, completion) = loop {
         set_phase(rt, TurnPhase::Thinking { step, attempt });
@@ -451,14 +482,14 @@ async fn run_step(
         if attempt == 1 {
             rt.commit(vec![rec::step_begin(&uuid, turn_id, step)]);
         }
-        let messages = project_with(rt.log().history().messages(), &policy).messages;
+        let (messages, tools) = shaped_request(rt, &policy);
         if attempt > 1 {
             rt.commit(vec![rec::step_begin(&uuid, turn_id, step)]);
         }
         let request = ChatRequest {
             system: rt.config.system_prompt.get(),
             messages,
-            tools: rt.config.tools.schemas(),
+            tools,
             params: rt.config.model.get().params,
             cache_key: Some(rt.config.session_id.clone()),
             cancel: cancel.child_token(),
@@ -697,6 +728,7 @@ async fn finish_step(
         host: &host,
         cancel: cancel.clone(),
         user_cancel,
+        tool_select: rt.config.tool_select.as_deref(),
     };
     let outcome = run_batch(&env, &message.tool_calls, repeat).await;
     if cancel.is_cancelled() {

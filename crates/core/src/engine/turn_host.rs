@@ -307,13 +307,19 @@ impl BatchHost for TurnHost<'_> {
         }
         // The state change the tool made (todos, plan mode, cron) and its result are one
         // batch: durable together, or (on a write error) retried together.
-        let mut records = result.records.clone();
+        // Schema declarations (`select_tools`) follow the result, keeping the call and its
+        // result adjacent in the history.
+        let (declarations, mut records): (Vec<_>, Vec<_>) =
+            result.records.iter().cloned().partition(|record| {
+                matches!(record, kimi_protocol::RecordPayload::AppendMessage(m) if m.message.is_tool_declaration_only())
+            });
         records.push(rec::tool_result(
             &call.id,
             result.output.clone(),
             result.is_error,
             result.note.clone(),
         ));
+        records.extend(declarations);
         self.rt.commit(records);
         self.rt.emit(Event::ToolResult {
             tool_call_id: call.id.clone(),

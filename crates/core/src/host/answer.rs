@@ -3,7 +3,7 @@
 
 use std::path::Path;
 
-use kimi_protocol::host::TaskSummary;
+use kimi_protocol::host::{McpServerAction, TaskSummary};
 use kimi_protocol::ops::{Event, Op};
 
 use super::{SessionExtras, SessionHost};
@@ -14,7 +14,7 @@ pub(super) struct Context<'a> {
     pub host: &'a SessionHost,
     pub handle: &'a AgentHandle,
     pub cwd: &'a Path,
-    pub extras: &'a dyn SessionExtras,
+    pub extras: &'a std::sync::Arc<dyn SessionExtras>,
     pub shell: &'a std::sync::Arc<super::shell::ShellSlot>,
 }
 
@@ -76,6 +76,41 @@ pub(super) async fn answer(ctx: &Context<'_>, op: Op) {
         Op::McpStatus => rt.emit(Event::McpStatus {
             status: ctx.extras.mcp_status(),
         }),
+        Op::McpServer { server, action } => {
+            let extras = ctx.extras.clone();
+            let rt = rt.clone();
+            // A sign-in waits for the browser (up to 15 minutes); later ops must not wait.
+            tokio::spawn(async move {
+                let outcome = match action {
+                    McpServerAction::Login => match extras.mcp_login(&server).await {
+                        Ok(started) => {
+                            rt.emit(Event::McpSignIn {
+                                server: server.clone(),
+                                url: started.url,
+                            });
+                            match started.done.await {
+                                Ok(outcome) => outcome,
+                                Err(e) => Err(format!("the sign-in task ended early: {e}")),
+                            }
+                        }
+                        Err(message) => Err(message),
+                    },
+                    McpServerAction::Logout => extras.mcp_logout(&server).await,
+                    McpServerAction::Reconnect => extras.mcp_reconnect(&server).await,
+                };
+                let (ok, message) = match outcome {
+                    Ok(message) => (true, message),
+                    Err(message) => (false, message),
+                };
+                rt.emit(Event::McpServerDone {
+                    server,
+                    action,
+                    ok,
+                    message,
+                    status: extras.mcp_status(),
+                });
+            });
+        }
         Op::SetTitle { title } => match (&rt.config.session_meta, title) {
             (None, _) => rt.emit(Event::Error {
                 message: "this session keeps no metadata, so it has no title".to_owned(),

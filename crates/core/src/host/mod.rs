@@ -46,8 +46,21 @@ pub enum HostError {
     Closed(String),
 }
 
-/// What a launch adds to one session beyond its [`SessionSetup`]: skill commands and the MCP
-/// servers' status. Front ends without them use the defaults.
+/// An MCP sign-in that has started: the URL the user opens, and the task that waits for the
+/// browser, stores the token and reconnects the server (its text says how that went).
+pub struct McpLoginStarted {
+    pub url: String,
+    pub done: tokio::task::JoinHandle<Result<String, String>>,
+}
+
+/// Said by a launch without MCP servers.
+const NO_MCP: &str =
+    "this session has no MCP servers; configure them in mcp.json and start a new session";
+
+/// What a launch adds to one session beyond its [`SessionSetup`]: skill commands, the MCP
+/// servers' status and their sign-in, sign-out and reconnection. Front ends without them use
+/// the defaults.
+#[async_trait::async_trait]
 pub trait SessionExtras: Send + Sync {
     /// Rewrite a prompt before it reaches the agent (e.g. expand `/skill:name`); an error is
     /// returned to the front end and nothing is sent.
@@ -63,6 +76,21 @@ pub trait SessionExtras: Send + Sync {
     /// The session's MCP servers, for `Op::McpStatus`.
     fn mcp_status(&self) -> McpStatus {
         McpStatus::default()
+    }
+
+    /// Start the OAuth sign-in of the remote MCP server `server`.
+    async fn mcp_login(&self, _server: &str) -> Result<McpLoginStarted, String> {
+        Err(NO_MCP.to_owned())
+    }
+
+    /// Delete the stored sign-in of `server` and reconnect it; the text says what happened.
+    async fn mcp_logout(&self, _server: &str) -> Result<String, String> {
+        Err(NO_MCP.to_owned())
+    }
+
+    /// Close `server`'s connection and connect it again; the text says how that went.
+    async fn mcp_reconnect(&self, _server: &str) -> Result<String, String> {
+        Err(NO_MCP.to_owned())
     }
 }
 
@@ -233,7 +261,8 @@ impl SessionHost {
             .unwrap_or_default()
     }
 
-    fn extras(&self, session_id: &str) -> Result<Arc<dyn SessionExtras>, HostError> {
+    /// What the launch added to `session_id` (its MCP servers, for the web server's routes).
+    pub fn extras(&self, session_id: &str) -> Result<Arc<dyn SessionExtras>, HostError> {
         self.sessions()
             .get(session_id)
             .map(|h| h.extras.clone())
@@ -261,7 +290,7 @@ impl SessionHost {
                 host: self,
                 handle: &handle,
                 cwd: &cwd,
-                extras: &*extras,
+                extras: &extras,
                 shell: &shell,
             };
             answer::answer(&ctx, op).await;

@@ -438,6 +438,8 @@ impl SubagentHost {
             // Subagents keep the instructions they started with (the reference watches the
             // main agent's).
             instructions: None,
+            // Subagents get every tool's schema up front (disclosure is the main agent's).
+            tool_select: None,
         };
         let spawned = spawn_agent(config, log, Vec::new());
         if restored.system_prompt.is_none() {

@@ -34,12 +34,14 @@ fn mcp_status() -> McpStatus {
             transport: "stdio".into(),
             state: McpServerState::Failed("cannot start `docs-server`: not found".into()),
             tool_count: 0,
+            source: None,
         }],
         problem: None,
         config_files: vec!["~/.kimi-rs/mcp.json".into()],
     }
 }
 
+#[async_trait::async_trait]
 impl SessionExtras for Extras {
     fn mcp_status(&self) -> McpStatus {
         mcp_status()

@@ -41,9 +41,23 @@ pub struct AppState {
     mcp_path: &'static str,
     log: Arc<Mutex<Log>>,
     session: Arc<proto::Session>,
+    valid: Arc<Mutex<String>>,
 }
 
 impl AppState {
+    /// The token the MCP endpoint accepts now.
+    fn valid(&self) -> std::sync::MutexGuard<'_, String> {
+        self.valid
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// The server stops accepting `tok-2` early (before its `expires_in`); a refresh with
+    /// `ref-2` yields `tok-3`, which it accepts.
+    pub fn expire_token(&self) {
+        *self.valid() = "tok-3".to_owned();
+    }
+
     pub fn log(&self) -> std::sync::MutexGuard<'_, Log> {
         self.log
             .lock()
@@ -58,7 +72,7 @@ impl AppState {
             .ok()?
             .strip_prefix("Bearer ")?
             .to_owned();
-        (token == "tok-2").then_some(token)
+        (token == *self.valid()).then_some(token)
     }
 
     fn challenge(&self) -> Response {
@@ -164,6 +178,9 @@ async fn token(State(s): State<AppState>, Form(form): Form<HashMap<String, Strin
         "refresh_token" if form.get("refresh_token").map(String::as_str) == Some("ref-1") => {
             json!({"access_token": "tok-2", "token_type": "Bearer", "expires_in": 3600, "refresh_token": "ref-2"})
         }
+        "refresh_token" if form.get("refresh_token").map(String::as_str) == Some("ref-2") => {
+            json!({"access_token": "tok-3", "token_type": "Bearer", "expires_in": 3600, "refresh_token": "ref-3"})
+        }
         _ => {
             return (
                 StatusCode::BAD_REQUEST,
@@ -258,6 +275,7 @@ pub async fn start(sse: bool) -> std::io::Result<(String, AppState)> {
         mcp_path: if sse { "/sse" } else { "/mcp" },
         log: Arc::default(),
         session: Arc::default(),
+        valid: Arc::new(Mutex::new("tok-2".to_owned())),
     };
     let oauth = axum::Router::new()
         .route(

@@ -100,6 +100,7 @@ fn servers() -> McpStatus {
                 transport: "http".into(),
                 state: McpServerState::Connected,
                 tool_count: 12,
+                source: None,
             },
             McpServerEntry {
                 name: "fs".into(),
@@ -109,18 +110,21 @@ fn servers() -> McpStatus {
                         .into(),
                 ),
                 tool_count: 0,
+                source: None,
             },
             McpServerEntry {
                 name: "slow".into(),
                 transport: "stdio".into(),
                 state: McpServerState::Connecting,
                 tool_count: 0,
+                source: None,
             },
             McpServerEntry {
                 name: "old".into(),
                 transport: "sse".into(),
                 state: McpServerState::Disabled,
                 tool_count: 0,
+                source: None,
             },
         ],
         problem: None,
@@ -156,6 +160,7 @@ fn mcp_panel_shows_a_server_that_needs_login_and_how_to_sign_in() {
                 .into(),
         ),
         tool_count: 0,
+        source: None,
     });
     h.event(Event::McpStatus { status });
     let text = h.app.transcript_markdown();
