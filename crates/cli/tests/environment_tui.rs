@@ -11,14 +11,12 @@ mod common;
 mod pty;
 
 use std::io::Write;
-use std::os::unix::process::CommandExt;
 use std::path::Path;
-use std::process::Command;
 
 use common::{BIN, tool_results};
 use kimi_llm::scripted::ScriptTurn;
 use kimi_test_support::ScriptServer;
-use pty::{EXEC_ENV, Session};
+use pty::Session;
 use serde_json::json;
 
 const ROWS: u16 = 40;
@@ -30,13 +28,7 @@ const WHERE: &str = r#"printf '%s in %s\n' "$(tr '\0' '\n' < /proc/$PPID/environ
 /// `kimi-rs`. In a normal test run it does nothing.
 #[test]
 fn exec_in_new_session() {
-    let Some(args) = std::env::var_os(EXEC_ENV) else {
-        return;
-    };
-    let args: Vec<String> = serde_json::from_str(args.to_str().unwrap()).unwrap();
-    rustix::process::setsid().unwrap();
-    let err = Command::new(BIN).args(args).env_remove(EXEC_ENV).exec();
-    panic!("cannot run kimi-rs: {err}");
+    pty::trampoline(BIN);
 }
 
 fn declaration(marker: &str, cwd: &Path) -> String {

@@ -14,7 +14,6 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod common;
-#[path = "common/pty.rs"]
 mod pty;
 
 use std::io::BufRead;
@@ -173,7 +172,7 @@ fn mcp_login_stores_a_private_token_and_logout_deletes_it() {
     assert!(run.stderr.contains("is a stdio server"), "{run:?}");
 }
 
-/// The pty harness's trampoline (see `common/pty.rs`); does nothing in a normal run.
+/// The pty harness's trampoline (see `pty/mod.rs`); does nothing in a normal run.
 #[test]
 fn exec_in_new_session() {
     pty::trampoline(common::BIN);
@@ -185,13 +184,13 @@ fn mcp_config_in_the_tui_lists_servers_and_signs_in() {
     let rt = runtime();
     let (_url, state) = serve(&rt, &fx);
     // Wide enough that the sign-in URL is on one line.
-    let mut s = pty::Session::spawn(
-        "exec_in_new_session",
+    let mut s = pty::Session::spawn_sized(
         &fx.cwd(),
         fx.home.path(),
         &fx.server.base_url(),
         &[],
-        (50, 500),
+        50,
+        500,
     );
     s.wait_for("the prompt with both servers settled", |t| {
         t.contains("ask anything") && !t.contains("connecting")

@@ -11,14 +11,12 @@
 mod common;
 mod pty;
 
-use std::os::unix::process::CommandExt;
 use std::path::Path;
-use std::process::Command;
 
 use kimi_llm::FinishReason;
 use kimi_llm::scripted::{ScriptEvent, ScriptTurn};
 use kimi_test_support::ScriptServer;
-use pty::{COLS, EXEC_ENV, ROWS, Session};
+use pty::{COLS, ROWS, Session};
 
 const PROMPT: &str = "please write the notes file";
 const STREAM_FIRST: &str = "Sure, writing notes.txt";
@@ -33,16 +31,7 @@ const CONTENT: &str = "hello from the e2e test\n";
 /// arguments. In a normal test run it does nothing.
 #[test]
 fn exec_in_new_session() {
-    let Some(args) = std::env::var_os(EXEC_ENV) else {
-        return;
-    };
-    let args: Vec<String> = serde_json::from_str(args.to_str().unwrap()).unwrap();
-    rustix::process::setsid().unwrap();
-    let err = Command::new(env!("CARGO_BIN_EXE_kimi-rs"))
-        .args(args)
-        .env_remove(EXEC_ENV)
-        .exec();
-    panic!("cannot run kimi-rs: {err}");
+    pty::trampoline(env!("CARGO_BIN_EXE_kimi-rs"));
 }
 
 /// The model's side of the conversation: a streamed answer with a pause in the middle, then a

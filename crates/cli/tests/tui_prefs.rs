@@ -13,7 +13,6 @@ mod common;
 mod pty;
 
 use std::os::unix::fs::PermissionsExt;
-use std::os::unix::process::CommandExt;
 use std::path::Path;
 use std::process::Command;
 
@@ -21,19 +20,13 @@ use common::web_client::WebServer;
 use common::{BIN, wait_until};
 use kimi_llm::scripted::ScriptTurn;
 use kimi_test_support::ScriptServer;
-use pty::{COLS, EXEC_ENV, ROWS, Session};
+use pty::{COLS, ROWS, Session};
 
 /// The trampoline: with [`EXEC_ENV`] set (by `Session::spawn`), starts a new session so the
 /// pseudo-terminal is the only terminal the UI can find, then becomes `kimi-rs`.
 #[test]
 fn exec_in_new_session() {
-    let Some(args) = std::env::var_os(EXEC_ENV) else {
-        return;
-    };
-    let args: Vec<String> = serde_json::from_str(args.to_str().unwrap()).unwrap();
-    rustix::process::setsid().unwrap();
-    let err = Command::new(BIN).args(args).env_remove(EXEC_ENV).exec();
-    panic!("cannot run kimi-rs: {err}");
+    pty::trampoline(BIN);
 }
 
 fn script(dir: &Path, name: &str, body: &str) -> String {

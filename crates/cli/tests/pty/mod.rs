@@ -5,6 +5,7 @@
 use std::fs::File;
 use std::io::{Read, Write};
 use std::num::NonZeroU16;
+use std::os::unix::process::CommandExt;
 use std::path::Path;
 use std::process::{Child, Command, ExitStatus, Stdio};
 use std::sync::mpsc;
@@ -280,4 +281,18 @@ impl Drop for Session {
 
 pub fn find(hay: &[u8], needle: &[u8]) -> Option<usize> {
     hay.windows(needle.len()).position(|w| w == needle)
+}
+
+/// The body of each including file's `exec_in_new_session` test: with [`EXEC_ENV`] set (by
+/// [`Session::spawn`]), start a new session so the pseudo-terminal on stdin/stdout is the only
+/// terminal the UI can find (crossterm asks `/dev/tty` for the size), then become `bin` with
+/// the JSON-listed arguments. In a normal test run it does nothing.
+pub fn trampoline(bin: &str) {
+    let Some(args) = std::env::var_os(EXEC_ENV) else {
+        return;
+    };
+    let args: Vec<String> = serde_json::from_str(args.to_str().unwrap()).unwrap();
+    rustix::process::setsid().unwrap();
+    let err = Command::new(bin).args(args).env_remove(EXEC_ENV).exec();
+    panic!("cannot run kimi-rs: {err}");
 }
