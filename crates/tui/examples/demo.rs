@@ -132,6 +132,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
             ..AppOptions::default()
         },
         transcript: Vec::new(),
+        clipboard: kimi_tui::clipboard::ClipboardSource::default(),
         full_screen,
         open_session_picker: false,
         editor_command: std::env::var("VISUAL")

@@ -40,6 +40,8 @@ pub struct RunOptions {
     /// The Ctrl-G editor: `tui.toml [editor] command`, else `$VISUAL`, else `$EDITOR` (the host
     /// resolves it; `None` falls back to `vi`).
     pub editor_command: Option<String>,
+    /// Where Ctrl-V reads images, videos and text (the OS clipboard by default).
+    pub clipboard: crate::clipboard::ClipboardSource,
 }
 
 type Term = Terminal<CrosstermBackend<Stdout>>;
@@ -362,6 +364,14 @@ pub async fn run(opts: RunOptions, channels: SessionChannels) -> Result<(), TuiE
                         }
                     }
                     term.clear().map_err(term_err)?;
+                }
+                UiAction::PasteClipboard => {
+                    let board = std::sync::Arc::clone(&opts.clipboard.0);
+                    // X11 answers through a round trip to the selection owner: off the loop.
+                    let read = tokio::task::spawn_blocking(move || board.read())
+                        .await
+                        .unwrap_or_else(|err| Err(format!("the clipboard reader stopped: {err}")));
+                    app.clipboard_read(read);
                 }
                 UiAction::Exit => {}
             }
