@@ -56,7 +56,7 @@ pub fn tool_kind(name: &str) -> ToolKind {
     }
 }
 
-fn args_of(call: &ToolCall) -> Value {
+pub fn args_of(call: &ToolCall) -> Value {
     call.arguments
         .as_deref()
         .and_then(|a| serde_json::from_str(a).ok())
@@ -194,9 +194,20 @@ fn text_of(parts: &[ContentPart]) -> String {
         .join("\n")
 }
 
-/// `tool_call_update` with a call's result.
-pub fn tool_finished(tool_call_id: &str, output: &[ContentPart], is_error: bool) -> SessionUpdate {
-    let content = ToolCallContent::from(ContentBlock::Text(TextContent::new(text_of(output))));
+/// `tool_call_update` with a call's result (after the editor terminal it ran in, if any: the
+/// update replaces the call's content).
+pub fn tool_finished(
+    tool_call_id: &str,
+    output: &[ContentPart],
+    is_error: bool,
+    terminal: Option<&str>,
+) -> SessionUpdate {
+    let text = ToolCallContent::from(ContentBlock::Text(TextContent::new(text_of(output))));
+    let content: Vec<ToolCallContent> = terminal
+        .map(crate::terminal::content)
+        .into_iter()
+        .chain([text])
+        .collect();
     SessionUpdate::ToolCallUpdate(ToolCallUpdate::new(
         tool_call_id.to_owned(),
         ToolCallUpdateFields::new()
@@ -205,7 +216,7 @@ pub fn tool_finished(tool_call_id: &str, output: &[ContentPart], is_error: bool)
             } else {
                 ToolCallStatus::Completed
             })
-            .content(vec![content]),
+            .content(content),
     ))
 }
 
@@ -271,6 +282,7 @@ pub fn replay(messages: &[Message], cwd: &Path) -> Vec<SessionUpdate> {
                         id,
                         &message.content,
                         message.is_error.unwrap_or(false),
+                        None,
                     ));
                 }
             }
@@ -509,7 +521,8 @@ mod tests {
         assert_eq!(running["status"], "in_progress");
         assert_eq!(update["rawInput"], json!({"command": "cargo test\nmore"}));
         let done =
-            serde_json::to_value(tool_finished("c1", &[ContentPart::text("ok")], true)).unwrap();
+            serde_json::to_value(tool_finished("c1", &[ContentPart::text("ok")], true, None))
+                .unwrap();
         assert_eq!(done["sessionUpdate"], "tool_call_update");
         assert_eq!(done["status"], "failed");
         assert_eq!(done["content"][0]["content"]["text"], "ok");

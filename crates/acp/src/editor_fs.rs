@@ -1,7 +1,8 @@
 //! The editor's view of the files (ACP `fs/read_text_file`, `fs/write_text_file`): when the
 //! client advertises them, Read, Edit and Write go through the editor, so they see its unsaved
-//! buffers and the editor sees (and can undo) the changes. Everything else — stat, searches,
-//! shell commands, media files — stays on this machine.
+//! buffers and the editor sees (and can undo) the changes. When it advertises `terminal`, shell
+//! commands run in its terminals (see [`crate::terminal`]). Everything else — stat, searches,
+//! media files — stays on this machine.
 //!
 //! The tools call the environment synchronously (from blocking threads, and from `resolve` on
 //! a runtime worker), so each editor call is a request sent from a task on the connection's
@@ -28,11 +29,13 @@ const EDITOR_WAIT: Duration = Duration::from_secs(30);
 pub struct FsCapabilities {
     pub read: bool,
     pub write: bool,
+    /// `clientCapabilities.terminal`: shell commands run in the editor's terminals.
+    pub terminal: bool,
 }
 
 impl FsCapabilities {
     pub fn any(self) -> bool {
-        self.read || self.write
+        self.read || self.write || self.terminal
     }
 }
 
@@ -44,6 +47,8 @@ pub struct EditorFs {
     /// Set once the session is open (a new session's id is only known then).
     session: Arc<OnceLock<String>>,
     caps: FsCapabilities,
+    /// The session's running Bash calls, for embedding their terminals.
+    terminals: Arc<crate::terminal::Terminals>,
 }
 
 impl std::fmt::Debug for EditorFs {
@@ -62,6 +67,7 @@ impl EditorFs {
         runtime: tokio::runtime::Handle,
         session: Arc<OnceLock<String>>,
         caps: FsCapabilities,
+        terminals: Arc<crate::terminal::Terminals>,
     ) -> EditorFs {
         EditorFs {
             inner,
@@ -69,6 +75,7 @@ impl EditorFs {
             runtime,
             session,
             caps,
+            terminals,
         }
     }
 
@@ -233,6 +240,19 @@ impl Environment for EditorFs {
     }
 
     fn spawn(&self, spec: &ShellSpec) -> Result<Result<SpawnedProcess, String>, EnvError> {
-        self.inner.spawn(spec)
+        let Some(session) = self.session.get().filter(|_| self.caps.terminal) else {
+            return self.inner.spawn(spec);
+        };
+        let link = crate::terminal::Link {
+            cx: self.cx.clone(),
+            runtime: self.runtime.clone(),
+            session: session.clone(),
+            terminals: self.terminals.clone(),
+        };
+        Ok(crate::terminal::spawn(link, spec, |request| {
+            self.round_trip(request)
+                .map(|response| response.terminal_id.0.to_string())
+                .map_err(|why| format!("the editor could not start a terminal: {why}"))
+        }))
     }
 }

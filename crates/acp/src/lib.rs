@@ -8,6 +8,7 @@
 //! `session/load` replays a stored conversation (`session/resume` does not); `session/list`, `session/fork`,
 //! `session/delete` and `logout` manage stored sessions and the login; the model and thinking
 //! effort are config options; when the editor offers `fs`, Read, Edit and Write use its buffers;
+//! when it offers `terminal`, Bash runs in its terminals;
 //! `/rewind` runs `Op::Rewind`; modes map to permission modes. Logs go to
 //! stderr only: stdout carries the protocol.
 
@@ -17,5 +18,6 @@ mod editor_fs;
 mod question;
 mod rewind;
 mod server;
+mod terminal;
 
 pub use server::{LoginCheck, LogoutAction, serve};

@@ -38,6 +38,7 @@ use tokio_util::compat::{TokioAsyncReadCompatExt, TokioAsyncWriteCompatExt};
 use crate::config::{SetSessionModelRequest, SetSessionModelResponse};
 use crate::convert;
 use crate::editor_fs::{EditorFs, FsCapabilities};
+use crate::terminal::Terminals;
 use kimi_core::host::SessionHost;
 
 /// How a prompt's turn ended.
@@ -66,6 +67,8 @@ struct Live {
     cwd: PathBuf,
     /// The event pump; it holds the session (and so its journal) until it is stopped.
     pump: Mutex<Option<tokio::task::JoinHandle<()>>>,
+    /// Bash calls running in the editor's terminals (when it offers them).
+    terminals: Arc<Terminals>,
 }
 
 /// The mode a session's agent is in now (permission mode, or plan mode on top of it).
@@ -206,6 +209,11 @@ async fn pump(
                 if call.name == "AskUserQuestion" {
                     asking_call.clone_from(&call.id);
                 }
+                if call.name == "Bash"
+                    && let Some(command) = convert::args_of(&call)["command"].as_str()
+                {
+                    live.terminals.expect(&call.id, command);
+                }
                 let before = convert::file_before_write(&call, &live.cwd);
                 notify(
                     &cx,
@@ -237,10 +245,11 @@ async fn pump(
                 output,
                 is_error,
             } => {
+                let terminal = live.terminals.finish(&tool_call_id);
                 notify(
                     &cx,
                     &session_id,
-                    convert::tool_finished(&tool_call_id, &output, is_error),
+                    convert::tool_finished(&tool_call_id, &output, is_error, terminal.as_deref()),
                 );
                 // EnterPlanMode / ExitPlanMode change the mode the editor shows.
                 let now = mode_of(&live.handle);
@@ -292,9 +301,16 @@ async fn pump(
     }
 }
 
-fn start(cx: &ConnectionTo<Client>, sessions: &Sessions, opened: OpenedSession, cwd: &Path) {
+fn start(
+    cx: &ConnectionTo<Client>,
+    sessions: &Sessions,
+    opened: OpenedSession,
+    cwd: &Path,
+    terminals: Arc<Terminals>,
+) {
     let id = opened.session.state.id.clone();
     let live = Arc::new(Live {
+        terminals,
         cwd: cwd.to_owned(),
         pump: Mutex::new(None),
         mode: Mutex::new(mode_of(&opened.agent.handle)),
@@ -396,8 +412,9 @@ fn open(
     // The editor's files for Read, Edit and Write when it offers them; the session id is
     // known once the session is open.
     let session_cell: Arc<std::sync::OnceLock<String>> = Arc::default();
+    let terminals: Arc<Terminals> = Arc::default();
     let wrap: Option<kimi_core::session::EnvironmentWrap> = fs.any().then(|| {
-        let (cx, cell) = (cx.clone(), session_cell.clone());
+        let (cx, cell, terminals) = (cx.clone(), session_cell.clone(), terminals.clone());
         let runtime = tokio::runtime::Handle::current();
         Arc::new(move |inner: Arc<dyn kimi_tools::Environment>| {
             Arc::new(EditorFs::new(
@@ -406,6 +423,7 @@ fn open(
                 runtime.clone(),
                 cell.clone(),
                 fs,
+                terminals.clone(),
             )) as Arc<dyn kimi_tools::Environment>
         }) as kimi_core::session::EnvironmentWrap
     });
@@ -434,7 +452,7 @@ fn open(
         }
     }
     let config = crate::config::options(&opened.agent.handle, None);
-    start(cx, &shared.sessions, opened, cwd);
+    start(cx, &shared.sessions, opened, cwd, terminals);
     let mut commands = shared.host.commands(&id);
     commands.push((
         crate::rewind::COMMAND.0.to_owned(),
@@ -572,6 +590,7 @@ fn initialize(shared: &Shared, request: &InitializeRequest) -> InitializeRespons
     *shared.fs.lock().unwrap_or_else(PoisonError::into_inner) = FsCapabilities {
         read: fs.read_text_file,
         write: fs.write_text_file,
+        terminal: request.client_capabilities.terminal,
     };
     InitializeResponse::new(
         request

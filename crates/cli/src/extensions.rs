@@ -17,6 +17,7 @@ use kimi_plugins::{PluginCommand, PluginSet};
 use kimi_protocol::ContentPart;
 use kimi_protocol::host::{McpServerEntry, McpServerState, McpStatus};
 use kimi_protocol::ops::Op;
+use kimi_protocol::origin::{KnownOrigin, Origin};
 use kimi_skills::{BuiltinSkills, DiscoverOptions, SkillCatalog, SkillTool};
 
 /// Skills, plugins and MCP servers of one launch.
@@ -470,8 +471,10 @@ impl McpReporter {
 }
 
 /// A prompt that is a skill command (`/skill:name args`, `/name args`) becomes the skill's
-/// expanded text with a `skill_activation` origin; anything else is returned unchanged.
-/// A flow skill cannot run yet: its refusal is the error.
+/// expanded text with a `skill_activation` origin; a prompt mentioning skills inline (several
+/// at once, see [`kimi_skills::parse_inline`]) gets their loaded blocks as its first parts,
+/// with a `user` origin listing the activations. Attachments after the text stay.
+/// Anything else is returned unchanged. A flow skill cannot run yet: its refusal is the error.
 pub fn expand_skill_command(op: Op, skills: &SkillCatalog, session_id: &str) -> Result<Op, String> {
     let Op::Submit {
         input,
@@ -481,9 +484,29 @@ pub fn expand_skill_command(op: Op, skills: &SkillCatalog, session_id: &str) -> 
     else {
         return Ok(op);
     };
-    let [ContentPart::Text { text }] = input.as_slice() else {
+    let Some((ContentPart::Text { text }, attachments)) = input.split_first() else {
         return Ok(op);
     };
+    let with_attachments = |text: String| {
+        let mut input = vec![ContentPart::text(text)];
+        input.extend(attachments.iter().cloned());
+        input
+    };
+    // Skill mentions are looked for in all the text the user typed (attachments split it).
+    let typed: String = input.iter().filter_map(ContentPart::as_text).collect();
+    if let Some(inline) = kimi_skills::parse_inline(&typed, skills, session_id) {
+        let origin = Origin::Known(KnownOrigin::User {
+            skill_activations: Some(inline.origin_activations()),
+            in_turn: None,
+        });
+        let mut parts: Vec<ContentPart> = inline.blocks.iter().map(ContentPart::text).collect();
+        parts.extend(input.iter().cloned());
+        return Ok(Op::Submit {
+            input: parts,
+            origin: Some(origin),
+            prompt_id: prompt_id.clone(),
+        });
+    }
     let Some(slash) = kimi_skills::parse_slash(text, skills, session_id) else {
         return Ok(op);
     };
@@ -494,7 +517,7 @@ pub fn expand_skill_command(op: Op, skills: &SkillCatalog, session_id: &str) -> 
         ));
     }
     Ok(Op::Submit {
-        input: vec![ContentPart::text(slash.text)],
+        input: with_attachments(slash.text),
         origin: Some(slash.activation.to_origin()),
         prompt_id: prompt_id.clone(),
     })

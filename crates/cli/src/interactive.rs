@@ -951,6 +951,7 @@ pub fn run(args: &RunArgs) -> anyhow::Result<u8> {
             full_screen,
             open_session_picker: pick,
             terminal: kimi_tui::notify::TerminalInfo::from_env(),
+            clipboard: clipboard_source(),
         };
         let (ui, channels) = SessionChannels::pair(1024);
         // Edits of the declarations apply while the UI runs; each re-read is shown.
@@ -1001,5 +1002,18 @@ pub fn run(args: &RunArgs) -> anyhow::Result<u8> {
         // The session's journal is free now: the web UI can open it.
         Some(handoff) => crate::web_handoff::run(args, &home_for_web, &id, handoff),
         None => Ok(0),
+    }
+}
+
+/// The OS clipboard, or (test support only) the file `KIMI_RS_TEST_CLIPBOARD_FILE` names, so
+/// pty tests can press Ctrl-V without a display server.
+fn clipboard_source() -> kimi_tui::clipboard::ClipboardSource {
+    match std::env::var_os("KIMI_RS_TEST_CLIPBOARD_FILE") {
+        Some(path) => {
+            kimi_tui::clipboard::ClipboardSource(Arc::new(kimi_tui::clipboard::FileClipboard {
+                path: path.into(),
+            }))
+        }
+        None => kimi_tui::clipboard::ClipboardSource::default(),
     }
 }

@@ -57,6 +57,14 @@ impl ModelResolver for ConfigModels {
         options
     }
 
+    fn capabilities(&self, alias: &str) -> Option<Vec<String>> {
+        let llm = kimi_llm::LlmConfig::from_config(&self.config).ok()?;
+        let env = |name: &str| std::env::var(name).ok();
+        let requested = self.config.models.contains_key(alias).then_some(alias);
+        let model = llm.resolve_model(requested, &env).ok()?;
+        (model.alias == alias).then_some(model.capabilities)
+    }
+
     fn resolve(&self, alias: &str, effort: Option<ThinkingEffort>) -> Result<ActiveModel, String> {
         // A `[models]` alias wins; the environment model is asked for by its name.
         let requested = if self.config.models.contains_key(alias) {

@@ -305,3 +305,62 @@ fn logout_drops_the_stored_login() {
     assert_eq!(after["error"]["code"], -32000, "{after}");
     editor.close();
 }
+
+/// An editor that offers `terminal` runs Bash: `terminal/create` with the shell command, its
+/// output read back (the model gets it as the tool result), `terminal/wait_for_exit`, then
+/// `terminal/release`; the tool call embeds the terminal while it runs and after.
+#[test]
+fn bash_runs_in_the_editors_terminal_when_it_offers_one() {
+    let fx = Fixture::new(
+        CORE_FORMATS[0],
+        vec![
+            ScriptTurn::tool_calls(&[(
+                "b1",
+                "Bash",
+                r#"{"command":"echo terminal=$KIMI_TEST_EDITOR_TERMINAL; echo second line >&2","description":"say"}"#,
+            )]),
+            ScriptTurn::text("Done."),
+        ],
+    );
+    let mut editor = Editor::start_with_terminal(&fx);
+    let session = editor.new_session(&fx);
+    let response = editor.prompt(&session, "run it");
+    assert_eq!(response["result"]["stopReason"], "end_turn", "{response}");
+
+    // The command ran in the editor's terminal: only there is the marker variable set.
+    let after = text_of(&fx.requests()[1].body);
+    assert!(after.contains("terminal=yes"), "{after}");
+    assert!(after.contains("second line"), "{after}");
+    let calls = &editor.terminal_calls;
+    assert!(
+        calls[0].starts_with("create term-1 ") && calls[0].contains(" -c echo terminal="),
+        "{calls:?}"
+    );
+    assert!(
+        calls.contains(&"wait_for_exit term-1".to_owned()),
+        "{calls:?}"
+    );
+    assert!(calls.contains(&"output term-1".to_owned()), "{calls:?}");
+    // Released last, once the command has exited and its output was read.
+    assert_eq!(
+        calls.last().map(String::as_str),
+        Some("release term-1"),
+        "{calls:?}"
+    );
+
+    let terminal = json!({"type": "terminal", "terminalId": "term-1"});
+    let b1: Vec<&Value> = editor
+        .updates
+        .iter()
+        .filter(|u| u["toolCallId"] == "b1")
+        .collect();
+    assert!(
+        b1.iter()
+            .any(|u| u["status"].is_null() && u["content"] == json!([terminal])),
+        "the running call shows the terminal: {b1:?}"
+    );
+    let last = b1.last().unwrap();
+    assert_eq!(last["status"], "completed", "{last}");
+    assert_eq!(last["content"][0], terminal, "{last}");
+    editor.close();
+}

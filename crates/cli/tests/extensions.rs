@@ -57,6 +57,56 @@ fn a_skill_command_sends_the_expanded_skill_and_the_listing_reaches_the_prompt()
     }
 }
 
+/// Skills mentioned inside a prompt (`/greet`, `/skill:shout`) load together with it in one
+/// message: each skill's text once, then the prompt as typed; the journal's `user` origin
+/// lists both activations.
+#[test]
+fn inline_skill_mentions_load_every_skill_with_the_prompt() {
+    let fx = Fixture::new(CORE_FORMATS[0], vec![ScriptTurn::text("Done.")]);
+    write_skill(&fx);
+    let dir = fx.home.path().join("skills/shout");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(
+        dir.join("SKILL.md"),
+        "---\nname: shout\ndescription: Answers in capitals\n---\nAnswer in CAPITAL LETTERS only.\n",
+    )
+    .unwrap();
+    let prompt = "please /greet the team, /skill:shout it and /greet again";
+    let run = fx.run(&["-p", prompt, "--output-format", "stream-json"]);
+    assert_eq!(run.code, Some(0), "{run:?}");
+    let body = &fx.requests()[0].body;
+    let user = body["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .rev()
+        .find(|m| m["role"] == "user")
+        .unwrap()
+        .to_string();
+    assert_eq!(user.matches("Say a warm hello to").count(), 1, "{user}");
+    assert_eq!(
+        user.matches("Answer in CAPITAL LETTERS only.").count(),
+        1,
+        "{user}"
+    );
+    assert!(user.contains(prompt), "the prompt is kept as typed: {user}");
+    let id = fx.session_ids().pop().unwrap();
+    let origin = fx
+        .journal(&id)
+        .into_iter()
+        .find(|r| r["type"] == "context.append_message" && r["message"]["role"] == "user")
+        .map(|r| r["message"]["origin"].clone())
+        .unwrap();
+    assert_eq!(origin["kind"], "user", "{origin}");
+    let names: Vec<&str> = origin["skillActivations"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| a["skillName"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["greet", "shout"], "{origin}");
+}
+
 #[test]
 fn the_model_loads_a_skill_with_the_skill_tool() {
     let fx = Fixture::new(

@@ -968,3 +968,112 @@ async fn add_dir_for_this_session_and_an_experiment_switch_in_a_real_terminal() 
         "[experimental]\nwait_for = false\n"
     );
 }
+
+/// A fake PNG (only its signature matters to the paste: the bytes travel as they are).
+fn fake_png(len: usize) -> Vec<u8> {
+    let mut bytes = b"\x89PNG\r\n\x1a\n".to_vec();
+    bytes.resize(len, 7);
+    bytes
+}
+
+/// Ctrl-V with the clipboard served from a file (`KIMI_RS_TEST_CLIPBOARD_FILE`, test support):
+/// text pastes as text, an image becomes `[image #1 png 35 KB]` and goes to the model as an
+/// image part between the typed words, and an unreadable clipboard is a notice. A model
+/// without `image_in` refuses the prompt with a notice and nothing reaches the model.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ctrl_v_attaches_a_clipboard_image_and_the_model_receives_it() {
+    use base64::Engine as _;
+    let work = tempfile::tempdir().unwrap();
+    let home = tempfile::tempdir().unwrap();
+    let board = work.path().join("clipboard.bin");
+    let png = fake_png(34 * 1024 + 10);
+    let server = ScriptServer::start(vec![ScriptTurn::text("A very fine picture.")])
+        .await
+        .unwrap();
+    let base_url = server.base_url();
+    let (work_path, home_path) = (work.path().to_owned(), home.path().to_owned());
+    let (url, board_path, image) = (base_url.clone(), board.clone(), png.clone());
+    tokio::task::spawn_blocking(move || {
+        let board_env = board_path.to_str().unwrap().to_owned();
+        let env = [("KIMI_RS_TEST_CLIPBOARD_FILE", board_env.as_str())];
+        let mut s = Session::spawn_env(&work_path, &home_path, &url, &[], ROWS, COLS, &env);
+        s.wait_for("the prompt", |t| t.contains("ask anything"));
+        std::fs::write(&board_path, "pasted words").unwrap();
+        s.send(b"\x16");
+        s.wait_for("the clipboard text in the prompt", |t| {
+            t.contains("pasted words")
+        });
+        s.send(b"\x15"); // Ctrl-U: empty the prompt again
+        s.wait_for("an empty prompt", |t| !t.contains("pasted words"));
+
+        std::fs::write(&board_path, &image).unwrap();
+        s.send(b"what is in ");
+        s.send(b"\x16");
+        s.wait_for("the attachment token", |t| {
+            t.contains("what is in [image #1 png 35 KB]")
+        });
+        std::fs::remove_file(&board_path).unwrap();
+        s.send(b"\x1bv"); // Alt-V reads the clipboard too
+        s.wait_for("the unavailable clipboard notice", |t| {
+            t.contains("clipboard unavailable: cannot read")
+        });
+        s.send(b" please\r");
+        s.wait_for("the answer", |t| t.contains("A very fine picture."));
+        s.send(b"\x04");
+        let (status, text) = s.wait_exit("Ctrl-D");
+        assert!(status.success(), "kimi-rs failed: {status}\n{text}");
+    })
+    .await
+    .unwrap();
+
+    let requests = server.requests();
+    assert_eq!(requests.len(), 1);
+    let messages = requests[0].body["messages"].as_array().unwrap();
+    let user = messages.iter().rev().find(|m| m["role"] == "user").unwrap();
+    let data_url = format!(
+        "data:image/png;base64,{}",
+        base64::engine::general_purpose::STANDARD.encode(&png)
+    );
+    assert_eq!(
+        user["content"],
+        serde_json::json!([
+            {"type": "text", "text": "what is in "},
+            {"type": "image_url", "image_url": {"url": data_url}},
+            {"type": "text", "text": " please"},
+        ]),
+        "{}",
+        requests[0].raw_body
+    );
+
+    // The same paste for a model whose capabilities lack `image_in`: refused, nothing sent.
+    std::fs::write(&board, &png).unwrap();
+    let (work_path, home_path) = (work.path().to_owned(), home.path().to_owned());
+    tokio::task::spawn_blocking(move || {
+        let board_env = board.to_str().unwrap().to_owned();
+        let env = [
+            ("KIMI_RS_TEST_CLIPBOARD_FILE", board_env.as_str()),
+            ("KIMI_MODEL_CAPABILITIES", "thinking"),
+        ];
+        let mut s = Session::spawn_env(&work_path, &home_path, &base_url, &[], ROWS, COLS, &env);
+        s.wait_for("the prompt", |t| t.contains("ask anything"));
+        s.send(b"describe ");
+        s.send(b"\x16");
+        s.wait_for("the attachment token", |t| {
+            t.contains("[image #1 png 35 KB]")
+        });
+        s.send(b"\r");
+        s.wait_for("the refusal", |t| {
+            t.contains("does not take images") && t.contains("image_in")
+        });
+        s.send(b"\x04");
+        let (status, text) = s.wait_exit("Ctrl-D");
+        assert!(status.success(), "kimi-rs failed: {status}\n{text}");
+    })
+    .await
+    .unwrap();
+    assert_eq!(
+        server.requests().len(),
+        1,
+        "the refused prompt reached the model"
+    );
+}

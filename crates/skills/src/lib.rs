@@ -6,6 +6,7 @@
 //!    [`SkillCatalog::roots`] are readable workspace roots (`ToolContext::skill_roots`).
 //! 3. [`parse_slash`] turns `/skill:<name> args` / `/<name> args` into the user message and
 //!    its `skill_activation` origin ([`SkillActivation::to_origin`]).
+//!    [`parse_inline`] does the same for skills mentioned inside a prompt (several at once).
 //! 4. Register [`SkillTool`]; give it a [`SkillDelivery`] so loaded skills are steered into
 //!    the turn as user messages.
 
@@ -14,6 +15,7 @@ mod builtin;
 mod catalog;
 mod discover;
 mod expand;
+mod inline;
 mod prompt;
 mod skill;
 mod slash;
@@ -24,6 +26,7 @@ pub use builtin::{PRODUCT_SKILLS, builtin_skills};
 pub use catalog::{SkillCatalog, SkillError};
 pub use discover::{BuiltinSkills, DiscoverOptions, discover, discover_path, project_root};
 pub use expand::{expand_body, tokenize_args};
+pub use inline::{InlineSkills, parse_inline, skill_tokens};
 pub use prompt::SkillTrigger;
 pub use skill::{PluginSkill, Skill, SkillParseError, SkillSource, SkillType};
 pub use slash::{SlashSkill, parse_slash};

@@ -138,6 +138,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
             ..AppOptions::default()
         },
         transcript: Vec::new(),
+        clipboard: kimi_tui::clipboard::ClipboardSource::default(),
         full_screen,
         open_session_picker: false,
         terminal: kimi_tui::notify::TerminalInfo::from_env(),

@@ -26,6 +26,8 @@ pub enum UiAction {
     Host(HostRequest),
     /// Ctrl-G: edit this text in the external editor, then call [`App::set_input`].
     EditExternally(String),
+    /// Ctrl-V / Alt-V: read the clipboard, then call [`App::clipboard_read`].
+    PasteClipboard,
     Exit,
 }
 
@@ -381,7 +383,21 @@ impl App {
                             | KnownOrigin::Retry { .. },
                         ) => false,
                     };
-                    let text = m.text();
+                    let mut text = m.text();
+                    if let Some(KnownOrigin::User {
+                        skill_activations: Some(loaded),
+                        ..
+                    }) = m.origin.as_ref().and_then(Origin::known)
+                    {
+                        // Inline skill mentions: one part per loaded skill, then what the
+                        // user typed.
+                        text = m
+                            .content
+                            .iter()
+                            .skip(loaded.len())
+                            .filter_map(ContentPart::as_text)
+                            .collect();
+                    }
                     if typed && !text.trim().is_empty() {
                         self.push(CellKind::User { text, steer: None });
                     }

@@ -1,8 +1,11 @@
-//! The multi-line prompt editor: a text buffer with a byte cursor, large pastes collapsed into
-//! placeholders, and layout (hard-wrapped by display width) that also yields the cursor cell.
+//! The multi-line prompt editor: a text buffer with a byte cursor, large pastes and pasted
+//! media collapsed into placeholders, and layout (hard-wrapped by display width) that also
+//! yields the cursor cell.
 
+use kimi_protocol::ContentPart;
 use ratatui::text::{Line, Span};
 
+use crate::clipboard::Media;
 use crate::wrap::char_width;
 
 /// A paste longer than this many chars or lines becomes a placeholder.
@@ -14,6 +17,10 @@ pub struct Editor {
     text: String,
     cursor: usize,
     pastes: Vec<(String, String)>,
+    /// Pasted images and videos, each shown as its placeholder (`[image #1 png 34 KB]`).
+    media: Vec<(String, Media)>,
+    /// The number of the next media placeholder; never reused within one prompt.
+    media_seq: usize,
     pub collapse_pastes: bool,
 }
 
@@ -46,6 +53,66 @@ impl Editor {
         self.text.clear();
         self.cursor = 0;
         self.pastes.clear();
+        self.media.clear();
+        self.media_seq = 0;
+    }
+
+    /// Inserts `media` at the cursor as a placeholder; returns the placeholder.
+    pub fn attach(&mut self, media: Media) -> String {
+        self.media_seq += 1;
+        let ph = format!(
+            "[{} #{} {} {}]",
+            media.kind.as_str(),
+            self.media_seq,
+            media.format,
+            media.size_label()
+        );
+        self.insert_str(&ph);
+        self.media.push((ph.clone(), media));
+        ph
+    }
+
+    /// Whether a media placeholder is still in the text.
+    pub fn has_media(&self) -> bool {
+        self.media
+            .iter()
+            .any(|(ph, _)| self.text.contains(ph.as_str()))
+    }
+
+    /// The attachments still in the text, in the order they appear.
+    pub fn attachments(&self) -> Vec<&Media> {
+        let mut found: Vec<(usize, &Media)> = self
+            .media
+            .iter()
+            .filter_map(|(ph, m)| self.text.find(ph.as_str()).map(|at| (at, m)))
+            .collect();
+        found.sort_by_key(|(at, _)| *at);
+        found.into_iter().map(|(_, m)| m).collect()
+    }
+
+    /// What is sent to the model: the expanded text split at media placeholders into text,
+    /// image and video parts (blank text between two attachments is dropped).
+    pub fn parts(&self) -> Vec<ContentPart> {
+        let text = self.expanded_text();
+        let mut parts = Vec::new();
+        let mut rest = text.as_str();
+        loop {
+            let next = self
+                .media
+                .iter()
+                .filter_map(|(ph, m)| rest.find(ph.as_str()).map(|at| (at, ph, m)))
+                .min_by_key(|(at, _, _)| *at);
+            let Some((at, ph, media)) = next else { break };
+            if !rest[..at].trim().is_empty() {
+                parts.push(ContentPart::text(&rest[..at]));
+            }
+            parts.push(media.to_part());
+            rest = &rest[at + ph.len()..];
+        }
+        if !rest.trim().is_empty() || parts.is_empty() {
+            parts.push(ContentPart::text(rest));
+        }
+        parts
     }
 
     /// The text with paste placeholders expanded; what is sent to the model.
@@ -95,13 +162,24 @@ impl Editor {
     }
 
     pub fn backspace(&mut self) {
-        // A placeholder is deleted whole, together with its stored paste.
-        if let Some(i) = self
+        // A placeholder is deleted whole, together with its stored paste or media.
+        let before = &self.text[..self.cursor];
+        let placeholder = if let Some(i) = self
             .pastes
             .iter()
-            .position(|(ph, _)| self.text[..self.cursor].ends_with(ph.as_str()))
+            .position(|(ph, _)| before.ends_with(ph.as_str()))
         {
-            let (ph, _) = self.pastes.remove(i);
+            Some(self.pastes.remove(i).0)
+        } else if let Some(i) = self
+            .media
+            .iter()
+            .position(|(ph, _)| before.ends_with(ph.as_str()))
+        {
+            Some(self.media.remove(i).0)
+        } else {
+            None
+        };
+        if let Some(ph) = placeholder {
             let start = self.cursor - ph.len();
             self.text.replace_range(start..self.cursor, "");
             self.cursor = start;
@@ -317,6 +395,31 @@ mod tests {
         assert_eq!(e.expanded_text(), format!("see {big}"));
         e.backspace();
         assert_eq!(e.text(), "see ");
+    }
+
+    #[test]
+    fn media_placeholders_become_parts_in_order_and_delete_whole() {
+        let png =
+            || Media::sniff([b"\x89PNG\r\n\x1a\n".as_slice(), &[7; 2000]].concat()).expect("a png");
+        let mut e = Editor::new(true);
+        e.insert_str("look at ");
+        assert_eq!(e.attach(png()), "[image #1 png 2 KB]");
+        e.insert_str(" and ");
+        e.attach(png());
+        assert_eq!(
+            e.text(),
+            "look at [image #1 png 2 KB] and [image #2 png 2 KB]"
+        );
+        let parts = e.parts();
+        let kinds: Vec<&str> = parts.iter().map(ContentPart::type_name).collect();
+        assert_eq!(kinds, ["text", "image_url", "text", "image_url"]);
+        assert_eq!(parts[0], ContentPart::text("look at "));
+        e.backspace();
+        assert_eq!(e.text(), "look at [image #1 png 2 KB] and ");
+        assert_eq!(e.attachments().len(), 1);
+        e.clear();
+        assert!(!e.has_media());
+        assert_eq!(e.parts(), vec![ContentPart::text("")]);
     }
 
     #[test]

@@ -9,6 +9,7 @@ use kimi_protocol::ops::{Op, PermissionMode};
 
 use crate::app::{App, UiAction};
 use crate::cells::{NoticeLevel, format_tokens};
+use crate::clipboard::{ClipboardContent, MAX_MEDIA_BYTES};
 use crate::commands::{self, Availability, Command};
 use crate::dialogs::{Dialog, DialogResult, Picker, PickerItem, PickerKind};
 use crate::files::{index_files, match_files};
@@ -104,6 +105,10 @@ impl App {
                 let enabled = !self.info.plan_mode;
                 self.set_plan(enabled);
             }
+            // Ctrl-V (Alt-V where the terminal keeps Ctrl-V for itself): media paste.
+            KeyCode::Char('v') if ctrl || key.modifiers.contains(KeyModifiers::ALT) => {
+                self.emit(UiAction::PasteClipboard);
+            }
             KeyCode::Char('!') if self.editor.is_empty() && !self.shell_mode => {
                 self.shell_mode = true;
             }
@@ -161,6 +166,38 @@ impl App {
             return;
         }
         self.editor.paste(text);
+    }
+
+    /// What Ctrl-V read: media becomes an attachment placeholder at the cursor, text pastes
+    /// like a bracketed paste, a failure is a notice (the prompt is untouched).
+    pub fn clipboard_read(&mut self, read: Result<ClipboardContent, String>) {
+        match read {
+            Ok(ClipboardContent::Text(text)) => self.handle_paste(&text),
+            Ok(ClipboardContent::Media(media)) => {
+                if self.dialog.is_some() || self.shell_mode {
+                    self.notice(
+                        NoticeLevel::Warning,
+                        "An image or video can only be attached to a prompt; close the dialog or leave shell mode first.".to_owned(),
+                    );
+                } else if media.bytes.len() > MAX_MEDIA_BYTES {
+                    self.notice(
+                        NoticeLevel::Warning,
+                        format!(
+                            "The clipboard {} is {}, more than the {} MB a prompt can carry; it was not attached.",
+                            media.kind.as_str(),
+                            media.size_label(),
+                            MAX_MEDIA_BYTES / (1024 * 1024)
+                        ),
+                    );
+                } else {
+                    self.editor.attach(media);
+                }
+            }
+            Err(reason) => self.notice(
+                NoticeLevel::Warning,
+                format!("clipboard unavailable: {reason}"),
+            ),
+        }
     }
 
     /// Ctrl-O. In inline mode the newest tool card or thinking block may already be in the
@@ -251,6 +288,13 @@ impl App {
         if text.trim().is_empty() {
             return;
         }
+        // With attachments the prompt goes as text and media parts; the transcript shows the
+        // placeholders as typed.
+        let input = if self.editor.has_media() && !self.shell_mode {
+            self.editor.parts()
+        } else {
+            text_op(text.clone())
+        };
         self.editor.clear();
         self.completion = None;
         if self.shell_mode {
@@ -267,6 +311,12 @@ impl App {
             self.history.push(&raw);
         }
         if let Some((spec, args)) = commands::parse(text.trim()) {
+            if input.iter().any(ContentPart::is_media) {
+                self.notice(
+                    NoticeLevel::Warning,
+                    format!("/{} takes no attachments; they were dropped.", spec.name),
+                );
+            }
             if self.is_busy() && spec.availability == Availability::Idle {
                 self.notice(
                     NoticeLevel::Warning,
@@ -288,15 +338,15 @@ impl App {
         }
         if self.busy {
             // The engine queues it; the pane shows it until its turn starts.
-            self.queued.push_back(text.clone());
+            self.queued.push_back(text);
         } else {
             self.push(crate::cells::CellKind::User {
-                text: text.clone(),
+                text,
                 steer: None,
             });
         }
         self.op(Op::Submit {
-            input: text_op(text),
+            input,
             origin: None,
             prompt_id: None,
         });
@@ -307,6 +357,11 @@ impl App {
         if text.trim().is_empty() {
             return;
         }
+        let input = if self.editor.has_media() {
+            self.editor.parts()
+        } else {
+            text_op(text.clone())
+        };
         self.editor.clear();
         self.history.push(&text);
         if !self.busy {
@@ -315,18 +370,14 @@ impl App {
                 text: text.clone(),
                 steer: None,
             });
-            self.op(Op::Steer {
-                input: text_op(text),
-            });
+            self.op(Op::Steer { input });
             return;
         }
         self.push(crate::cells::CellKind::User {
             text: text.clone(),
             steer: Some(crate::cells::SteerState::Sending),
         });
-        self.op(Op::Steer {
-            input: text_op(text),
-        });
+        self.op(Op::Steer { input });
     }
 
     fn set_plan(&mut self, enabled: bool) {
@@ -725,22 +776,30 @@ impl App {
             items.extend(crate::extensions::skill_completions(prefix, &self.skills));
             items
         } else {
-            let (_, token) = self.editor.current_token();
-            match token.strip_prefix('@') {
-                Some(query) => {
-                    let query = query.to_owned();
-                    if self.files.is_none()
-                        && let Some(root) = &self.workdir
-                    {
-                        self.files = Some(index_files(root));
+            let (start, token) = self.editor.current_token();
+            if let Some(query) = token.strip_prefix('/')
+                && start > 0
+                && !self.shell_mode
+            {
+                // Inside a longer prompt `/` offers skills only (inline skill mentions).
+                crate::extensions::skill_completions(query, &self.skills)
+            } else {
+                match token.strip_prefix('@') {
+                    Some(query) => {
+                        let query = query.to_owned();
+                        if self.files.is_none()
+                            && let Some(root) = &self.workdir
+                        {
+                            self.files = Some(index_files(root));
+                        }
+                        let files = self.files.as_deref().unwrap_or_default();
+                        match_files(files, &query, 50)
+                            .into_iter()
+                            .map(|f| (format!("@{f}"), String::new()))
+                            .collect()
                     }
-                    let files = self.files.as_deref().unwrap_or_default();
-                    match_files(files, &query, 50)
-                        .into_iter()
-                        .map(|f| (format!("@{f}"), String::new()))
-                        .collect()
+                    None => Vec::new(),
                 }
-                None => Vec::new(),
             }
         };
         self.completion = (!items.is_empty()).then_some(Completion { items, selected: 0 });
@@ -760,7 +819,9 @@ impl App {
                     self.completion = None;
                     return true;
                 };
-                let is_command = text.starts_with('/');
+                // A leading command replaces the input; an inline skill mention its token.
+                let is_command =
+                    text.starts_with('/') && !self.editor.text().contains(char::is_whitespace);
                 let is_dir = text.ends_with('/');
                 self.completion = None;
                 if is_command {

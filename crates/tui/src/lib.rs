@@ -28,6 +28,7 @@ pub mod agent_card;
 pub mod app;
 pub mod btw;
 pub mod cells;
+pub mod clipboard;
 pub mod commands;
 pub mod config;
 pub mod dialogs;

@@ -38,6 +38,8 @@ pub struct RunOptions {
     pub full_screen: bool,
     /// Start with the session picker open (`-S` without an id).
     pub open_session_picker: bool,
+    /// Where Ctrl-V reads images, videos and text (the OS clipboard by default).
+    pub clipboard: crate::clipboard::ClipboardSource,
     /// The terminal, for the notification escape to write.
     pub terminal: crate::notify::TerminalInfo,
 }
@@ -392,6 +394,14 @@ pub async fn run(opts: RunOptions, channels: SessionChannels) -> Result<RunExit,
                         }
                     }
                     term.clear().map_err(term_err)?;
+                }
+                UiAction::PasteClipboard => {
+                    let board = std::sync::Arc::clone(&opts.clipboard.0);
+                    // X11 answers through a round trip to the selection owner: off the loop.
+                    let read = tokio::task::spawn_blocking(move || board.read())
+                        .await
+                        .unwrap_or_else(|err| Err(format!("the clipboard reader stopped: {err}")));
+                    app.clipboard_read(read);
                 }
                 UiAction::Exit => {}
             }

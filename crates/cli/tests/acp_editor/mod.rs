@@ -1,13 +1,15 @@
 //! A scripted editor for the `kimi-rs acp` tests: it speaks newline-delimited JSON-RPC to the
 //! real binary, answers permission requests, and (when it says it has them) serves
-//! `fs/read_text_file` and `fs/write_text_file` from its own buffers.
+//! `fs/read_text_file` and `fs/write_text_file` from its own buffers and runs `terminal/*`
+//! commands as real processes.
 
 #![allow(dead_code)]
 
 use std::collections::HashMap;
-use std::io::{BufRead, BufReader, Write};
+use std::io::{BufRead, BufReader, Read, Write};
 use std::process::{Child, ChildStdin, Stdio};
 use std::sync::mpsc::{Receiver, channel};
+use std::sync::{Arc, Mutex};
 
 use crate::common::{Fixture, WAIT};
 use serde_json::{Value, json};
@@ -16,7 +18,8 @@ use serde_json::{Value, json};
 /// notification it saw.
 pub struct Editor {
     pub child: Child,
-    pub stdin: ChildStdin,
+    /// Shared with the threads that answer `terminal/wait_for_exit` when a command ends.
+    pub stdin: Arc<Mutex<ChildStdin>>,
     pub lines: Receiver<Value>,
     pub next_id: u64,
     pub updates: Vec<Value>,
@@ -32,6 +35,37 @@ pub struct Editor {
     pub files: Option<HashMap<String, String>>,
     /// The `fs/*` calls the agent made (`read <path>`, `write <path>`), in order.
     pub fs_calls: Vec<String>,
+    /// The editor's terminals by id, when it offers `terminal`.
+    pub terminals: Option<HashMap<String, Arc<Term>>>,
+    /// The `terminal/*` calls the agent made (`create <id> <command args…>`, `output <id>`,
+    /// `wait_for_exit <id>`, `kill <id>`, `release <id>`), in order.
+    pub terminal_calls: Vec<String>,
+}
+
+/// One editor terminal: a real process whose output is collected as it runs.
+pub struct Term {
+    pub pid: u32,
+    pub output: Arc<Mutex<String>>,
+    /// The exit (code, signal) once known, and the `wait_for_exit` requests still unanswered.
+    state: Mutex<(Option<Exit>, Vec<Value>)>,
+}
+
+/// How a terminal's process ended: exit code, signal.
+type Exit = (Option<i32>, Option<String>);
+
+fn reply(stdin: &Mutex<ChildStdin>, id: &Value, answer: Value) {
+    let mut message = json!({"jsonrpc": "2.0", "id": id});
+    message
+        .as_object_mut()
+        .unwrap()
+        .extend(answer.as_object().unwrap().clone());
+    let mut stdin = stdin.lock().unwrap();
+    // The agent may be gone at the end of a test: nothing to answer then.
+    let _ = writeln!(stdin, "{message}").and_then(|()| stdin.flush());
+}
+
+fn exit_json(exit: &Exit) -> Value {
+    json!({"exitCode": exit.0, "signal": exit.1})
 }
 
 impl Editor {
@@ -53,6 +87,14 @@ impl Editor {
         Editor::start_with(command, json!({}), None)
     }
 
+    /// An editor that offers `terminal/*`: commands run as real processes it collects the
+    /// output of.
+    pub fn start_with_terminal(fx: &Fixture) -> Editor {
+        let mut editor = Editor::start_with(fx.command(&["acp"]), json!({"terminal": true}), None);
+        editor.terminals = Some(HashMap::new());
+        editor
+    }
+
     fn start_with(
         mut command: std::process::Command,
         capabilities: Value,
@@ -64,7 +106,7 @@ impl Editor {
             .stderr(Stdio::piped())
             .spawn()
             .unwrap();
-        let stdin = child.stdin.take().unwrap();
+        let stdin = Arc::new(Mutex::new(child.stdin.take().unwrap()));
         let stdout = child.stdout.take().unwrap();
         let (tx, lines) = channel();
         std::thread::spawn(move || {
@@ -89,6 +131,8 @@ impl Editor {
             init: Value::Null,
             files,
             fs_calls: Vec::new(),
+            terminals: None,
+            terminal_calls: Vec::new(),
         };
         let init = editor.call(
             "initialize",
@@ -104,8 +148,127 @@ impl Editor {
     }
 
     pub fn write(&mut self, message: Value) {
-        writeln!(self.stdin, "{message}").unwrap();
-        self.stdin.flush().unwrap();
+        let mut stdin = self.stdin.lock().unwrap();
+        writeln!(stdin, "{message}").unwrap();
+        stdin.flush().unwrap();
+    }
+
+    /// Serve one `terminal/*` request.
+    fn terminal(&mut self, method: &str, message: &Value) {
+        let params = &message["params"];
+        let id = params["terminalId"].as_str().unwrap_or_default().to_owned();
+        let terminals = self
+            .terminals
+            .as_mut()
+            .expect("terminal calls only to an editor that offers terminal");
+        let answer = match method {
+            "terminal/create" => {
+                let command = params["command"].as_str().unwrap().to_owned();
+                let args: Vec<String> = params["args"]
+                    .as_array()
+                    .map(|a| a.iter().map(|v| v.as_str().unwrap().to_owned()).collect())
+                    .unwrap_or_default();
+                let mut process = std::process::Command::new(&command);
+                process
+                    .args(&args)
+                    // Lets a test tell the editor's terminal from a process the agent started.
+                    .env("KIMI_TEST_EDITOR_TERMINAL", "yes")
+                    .stdin(Stdio::null())
+                    .stdout(Stdio::piped())
+                    .stderr(Stdio::piped());
+                if let Some(cwd) = params["cwd"].as_str() {
+                    process.current_dir(cwd);
+                }
+                for var in params["env"].as_array().into_iter().flatten() {
+                    process.env(
+                        var["name"].as_str().unwrap(),
+                        var["value"].as_str().unwrap(),
+                    );
+                }
+                let mut child = process.spawn().unwrap();
+                let id = format!("term-{}", terminals.len() + 1);
+                self.terminal_calls
+                    .push(format!("create {id} {command} {}", args.join(" ")));
+                let output = Arc::new(Mutex::new(String::new()));
+                let readers: Vec<_> = [
+                    Box::new(child.stdout.take().unwrap()) as Box<dyn Read + Send>,
+                    Box::new(child.stderr.take().unwrap()),
+                ]
+                .into_iter()
+                .map(|mut pipe| {
+                    let output = output.clone();
+                    std::thread::spawn(move || {
+                        let mut buf = [0u8; 4096];
+                        while let Ok(n) = pipe.read(&mut buf) {
+                            if n == 0 {
+                                break;
+                            }
+                            output
+                                .lock()
+                                .unwrap()
+                                .push_str(&String::from_utf8_lossy(&buf[..n]));
+                        }
+                    })
+                })
+                .collect();
+                let term = Arc::new(Term {
+                    pid: child.id(),
+                    output,
+                    state: Mutex::new((None, Vec::new())),
+                });
+                let (waiting, stdin) = (term.clone(), self.stdin.clone());
+                std::thread::spawn(move || {
+                    let status = child.wait().unwrap();
+                    for reader in readers {
+                        reader.join().unwrap();
+                    }
+                    use std::os::unix::process::ExitStatusExt;
+                    let exit = (
+                        status.code(),
+                        status.signal().map(|s| format!("signal {s}")),
+                    );
+                    let mut state = waiting.state.lock().unwrap();
+                    for request in state.1.drain(..) {
+                        reply(&stdin, &request, json!({"result": exit_json(&exit)}));
+                    }
+                    state.0 = Some(exit);
+                });
+                terminals.insert(id.clone(), term);
+                json!({"result": {"terminalId": id}})
+            }
+            "terminal/output" => {
+                self.terminal_calls.push(format!("output {id}"));
+                let term = &terminals[&id];
+                let state = term.state.lock().unwrap();
+                let output = term.output.lock().unwrap().clone();
+                let exit = state.0.as_ref().map(exit_json);
+                json!({"result": {"output": output, "truncated": false, "exitStatus": exit}})
+            }
+            "terminal/wait_for_exit" => {
+                self.terminal_calls.push(format!("wait_for_exit {id}"));
+                let term = &terminals[&id];
+                let mut state = term.state.lock().unwrap();
+                match &state.0 {
+                    Some(exit) => json!({"result": exit_json(exit)}),
+                    None => {
+                        // Answered by the process's waiter thread when it ends.
+                        state.1.push(message["id"].clone());
+                        return;
+                    }
+                }
+            }
+            "terminal/kill" => {
+                self.terminal_calls.push(format!("kill {id}"));
+                let pid = rustix::process::Pid::from_raw(terminals[&id].pid as i32).unwrap();
+                let _ = rustix::process::kill_process(pid, rustix::process::Signal::KILL);
+                json!({"result": null})
+            }
+            _ => {
+                self.terminal_calls.push(format!("release {id}"));
+                json!({"result": null})
+            }
+        };
+        reply(&self.stdin, &message["id"], answer);
     }
 
     pub fn send(&mut self, method: &str, params: Value) -> u64 {
@@ -138,6 +301,10 @@ impl Editor {
             .get("method")
             .and_then(Value::as_str)
             .unwrap_or_default();
+        if method.starts_with("terminal/") {
+            self.terminal(method, &message);
+            return None;
+        }
         if method.starts_with("fs/") {
             let path = message["params"]["path"]
                 .as_str()

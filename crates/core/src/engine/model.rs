@@ -67,6 +67,11 @@ pub trait ModelResolver: Send + Sync {
     /// The model `alias` names, asked with `effort` (or config.toml's `[thinking]` when
     /// `None`). The error says what is wrong and what to do.
     fn resolve(&self, alias: &str, effort: Option<ThinkingEffort>) -> Result<ActiveModel, String>;
+    /// The capability flags (`image_in`, `video_in`, …) of the model `alias` names; `None`
+    /// when unknown, in which case prompts are sent as they are.
+    fn capabilities(&self, _alias: &str) -> Option<Vec<String>> {
+        None
+    }
 }
 
 /// The model in use; shared by the turn loop, compaction and the op dispatcher.

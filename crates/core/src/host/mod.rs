@@ -18,6 +18,7 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
+use kimi_protocol::ContentPart;
 use kimi_protocol::host::{McpStatus, SessionSummary};
 use kimi_protocol::ops::Op;
 use kimi_store::{Home, IndexEntry, SessionStore};
@@ -250,8 +251,18 @@ impl SessionHost {
 
     /// Rewrite a prompt with the session's extras (skill commands) without sending it.
     pub fn prepare(&self, session_id: &str, op: Op) -> Result<Op, HostError> {
-        let extras = self.extras(session_id)?;
-        extras.prepare(session_id, op).map_err(HostError::Rejected)
+        let (handle, extras) = {
+            let sessions = self.sessions();
+            let hosted = sessions
+                .get(session_id)
+                .ok_or_else(|| HostError::NotOpen(session_id.to_owned()))?;
+            (hosted.handle.clone(), hosted.extras.clone())
+        };
+        let op = extras
+            .prepare(session_id, op)
+            .map_err(HostError::Rejected)?;
+        media_gate(&handle, &op).map_err(HostError::Rejected)?;
+        Ok(op)
     }
 
     /// The session's slash commands besides the engine's (skills).
@@ -299,6 +310,7 @@ impl SessionHost {
         let op = extras
             .prepare(session_id, op)
             .map_err(HostError::Rejected)?;
+        media_gate(&handle, &op).map_err(HostError::Rejected)?;
         if handle.send(op) {
             Ok(())
         } else {
@@ -340,5 +352,44 @@ fn summary(entry: IndexEntry, here: Option<&str>) -> SessionSummary {
         created_at: entry.created_at,
         updated_at: entry.updated_at,
         archived: entry.archived,
+    }
+}
+
+/// A prompt carrying images or videos is refused, with what to do, when the session's model
+/// is known not to take them (surface.md §5.2): nothing is sent for the model to ignore.
+fn media_gate(handle: &AgentHandle, op: &Op) -> Result<(), String> {
+    let (Op::Submit { input, .. } | Op::Steer { input }) = op else {
+        return Ok(());
+    };
+    let needs = |part: &ContentPart| match part {
+        ContentPart::Image(_) => Some(("image_in", "images")),
+        ContentPart::Video(_) => Some(("video_in", "videos")),
+        ContentPart::Audio(_) => Some(("audio_in", "audio")),
+        ContentPart::Text { .. } | ContentPart::Think { .. } => None,
+    };
+    let mut wanted: Vec<(&str, &str)> = input.iter().filter_map(needs).collect();
+    if wanted.is_empty() {
+        return Ok(());
+    }
+    wanted.dedup();
+    let runtime = handle.runtime();
+    let alias = runtime.config.model.get().alias;
+    let Some(capabilities) = runtime
+        .config
+        .models
+        .as_ref()
+        .and_then(|models| models.capabilities(&alias))
+    else {
+        return Ok(());
+    };
+    match wanted
+        .into_iter()
+        .find(|(flag, _)| !capabilities.iter().any(|c| c == flag))
+    {
+        None => Ok(()),
+        Some((flag, what)) => Err(format!(
+            "the model `{alias}` does not take {what} (its capabilities lack `{flag}`), so the prompt was not sent. \
+             Switch to a model that does with /model, or add \"{flag}\" to the model's `capabilities` in config.toml if it supports them."
+        )),
     }
 }

@@ -3,6 +3,7 @@
 mod builtins;
 mod discover;
 mod expand;
+mod inline;
 mod listing;
 mod slash;
 mod tool;
