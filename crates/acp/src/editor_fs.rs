@@ -235,4 +235,12 @@ impl Environment for EditorFs {
     fn spawn(&self, spec: &ShellSpec) -> Result<Result<SpawnedProcess, String>, EnvError> {
         self.inner.spawn(spec)
     }
+
+    fn open_terminal(
+        &self,
+        spec: &kimi_tools::terminal::TerminalSpec,
+    ) -> Result<Result<kimi_tools::terminal::OpenedTerminal, String>, EnvError> {
+        // A terminal is the target's, like a shell command; the editor only serves files.
+        self.inner.open_terminal(spec)
+    }
 }

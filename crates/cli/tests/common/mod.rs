@@ -5,6 +5,7 @@
 // Each test file uses its own subset.
 #![allow(dead_code)]
 
+pub mod terminal_client;
 pub mod web_client;
 
 use std::path::{Path, PathBuf};
