@@ -692,7 +692,7 @@ fn status_meta_search_and_the_page_report_real_state() {
         ("questions", true),
         ("openapi", true),
         ("file_upload", false),
-        ("terminal", false),
+        ("terminal", true),
     ] {
         assert_eq!(capabilities[name], served, "{name}: {capabilities}");
     }

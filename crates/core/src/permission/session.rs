@@ -296,7 +296,7 @@ mod tests {
         // A subagent inherits the scope with the rule.
         assert!(memory.inherit().find(&call, here, "local").is_none());
         // A path rule journaled before approvals knew environments was given on this machine.
-        let mut legacy = rec.clone();
+        let mut legacy = rec;
         legacy.environment = None;
         let memory = SessionApprovals::from_records([&legacy]);
         assert!(memory.find(&call, here, "local").is_some());
