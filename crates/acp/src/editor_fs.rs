@@ -255,4 +255,12 @@ impl Environment for EditorFs {
                 .map_err(|why| format!("the editor could not start a terminal: {why}"))
         }))
     }
+
+    fn open_terminal(
+        &self,
+        spec: &kimi_tools::terminal::TerminalSpec,
+    ) -> Result<Result<kimi_tools::terminal::OpenedTerminal, String>, EnvError> {
+        // A terminal is the target's, like a shell command; the editor only serves files.
+        self.inner.open_terminal(spec)
+    }
 }

@@ -191,6 +191,10 @@ pub enum Command {
         /// Do not open the browser.
         #[arg(long)]
         no_open: bool,
+        /// Serve terminals (a shell on the session's environment) to clients on other
+        /// machines too; by default only clients on this machine get them.
+        #[arg(long)]
+        allow_remote_terminals: bool,
     },
     /// Check config.toml, tui.toml, the mcp.json files, skills and agent files without
     /// changing them: per file "ok", "skipped" or each problem and how to fix it (exit 1 on
@@ -665,7 +669,8 @@ pub fn main() -> ExitCode {
             port,
             host,
             no_open,
-        }) => match crate::web::run(&cli.run, &host, port, no_open, None) {
+            allow_remote_terminals,
+        }) => match crate::web::run(&cli.run, &host, port, no_open, None, allow_remote_terminals) {
             Ok(code) => ExitCode::from(code),
             Err(err) => {
                 eprintln!("kimi-rs: {err:#}");

@@ -117,10 +117,12 @@ pub fn run(
     port: Option<u16>,
     no_open: bool,
     session: Option<&str>,
+    allow_remote_terminals: bool,
 ) -> anyhow::Result<u8> {
     let session_host = Arc::new(server_host(args, "kimi-rs web")?);
     let home = session_host.home().to_owned();
     let mut options = ServerOptions::new(host, port.unwrap_or(kimi_web::DEFAULT_PORT), &home);
+    options.allow_remote_terminals = allow_remote_terminals;
     #[cfg(unix)]
     fit_open_files(&mut options.limits);
     options.notices = Notices::new(|message| eprintln!("kimi-rs web: {message}"));

@@ -28,7 +28,7 @@ pub fn run(args: &RunArgs, home: &Path, session: &str, handoff: WebHandoff) -> a
         }
         WebHandoff::Start => {
             eprintln!("Starting kimi-rs web for this session (Ctrl-C stops it)…");
-            crate::web::run(args, "127.0.0.1", None, false, Some(session))
+            crate::web::run(args, "127.0.0.1", None, false, Some(session), false)
         }
     }
 }

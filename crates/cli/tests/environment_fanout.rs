@@ -190,3 +190,87 @@ fn agent_and_swarm_place_subagents_on_declared_environments() {
         );
     }
 }
+
+#[test]
+fn local_places_subagents_on_this_machine_while_the_session_runs_remotely() {
+    let fx = Fixture::new(
+        FORMATS[0],
+        vec![
+            ScriptTurn::tool_calls(&[
+                (
+                    "c_main_where",
+                    "Bash",
+                    &json!({ "command": WHERE }).to_string(),
+                ),
+                (
+                    "c_solo",
+                    "Agent",
+                    r#"{"prompt":"Report where you run. AGENT-HERE","description":"here","environment":"local"}"#,
+                ),
+            ]),
+            ScriptTurn::tool_calls(&[(
+                "c_swarm",
+                "AgentSwarm",
+                r#"{"description":"spread","prompt_template":"Work on {{item}} where you run.","items":["ITEM-LOCAL","ITEM-POD"],"environments":["local","pod-1"]}"#,
+            )]),
+            ScriptTurn::text("Both places reported."),
+        ],
+    );
+    let dirs: Vec<tempfile::TempDir> = (0..2).map(|_| tempfile::tempdir().unwrap()).collect();
+    let cwds: Vec<PathBuf> = dirs
+        .iter()
+        .map(|d| std::fs::canonicalize(d.path()).unwrap())
+        .collect();
+    let config: String = cwds
+        .iter()
+        .enumerate()
+        .map(|(i, cwd)| environment_entry(&format!("pod-{i}"), cwd))
+        .collect();
+    std::fs::write(fx.home.path().join("config.toml"), config).unwrap();
+    push_worker(&fx, "AGENT-HERE", "here");
+    push_worker(&fx, "ITEM-LOCAL", "item-local");
+    push_worker(&fx, "ITEM-POD", "item-pod");
+
+    let run = fx.run(&["-p", "Split the work.", "--environment", "pod-0"]);
+    assert_eq!(run.code, Some(0), "{run:?}");
+    let requests = fx.requests();
+    // The session itself runs on pod-0 …
+    assert_eq!(
+        result(&requests, "c_main_where").trim_end(),
+        format!("KIMI_TARGET=pod-0 in {}", cwds[0].display())
+    );
+    // … while `local` runs here, in the directory the session started in (the shell's parent
+    // is kimi-rs itself, with no target marker), and `pod-1` there.
+    let here = fx.cwd();
+    for (name, expected, dir) in [
+        ("here", format!(" in {}", here.display()), &here),
+        ("item-local", format!(" in {}", here.display()), &here),
+        (
+            "item-pod",
+            format!("KIMI_TARGET=pod-1 in {}", cwds[1].display()),
+            &cwds[1],
+        ),
+    ] {
+        assert_eq!(
+            result(&requests, &format!("c_where_{name}")).trim_end(),
+            expected,
+            "{name}"
+        );
+        assert_eq!(
+            std::fs::read_to_string(dir.join(format!("made-{name}.txt"))).unwrap(),
+            format!("{name}\n")
+        );
+    }
+    let swarm = result(&requests, "c_swarm");
+    for (item, place) in [("ITEM-LOCAL", "local"), ("ITEM-POD", "pod-1")] {
+        let block = swarm
+            .split("<agent ")
+            .find(|b| b.contains(&format!("item=\"{item}\"")))
+            .unwrap_or_else(|| panic!("no block for {item}: {swarm}"));
+        assert!(
+            block.contains(&format!("environment=\"{place}\""))
+                && block.contains("status=\"completed\""),
+            "{block}"
+        );
+    }
+}

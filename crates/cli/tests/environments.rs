@@ -578,3 +578,34 @@ fn a_dropped_connection_ends_the_running_bash_kills_it_on_the_target_and_later_c
     assert!(text.contains("Nothing was run on this machine"), "{text}");
     let _ = sshd.port;
 }
+
+#[test]
+fn a_web_terminal_on_an_ssh_bound_session_is_a_shell_of_the_target_user() {
+    if prerequisites().is_none() {
+        return;
+    }
+    let (_bin_dir, bin) = executor_copy();
+    let sshd = Sshd::start();
+    let remote = RemoteDir::new();
+    let fx = Fixture::new(CORE_FORMATS[0], vec![]);
+    write_config(&fx, &ssh_entry("box", &sshd, &remote.0, Some(&bin)));
+    let server =
+        common::web_client::WebServer::start(fx.command(&["web", "--port", "0", "--no-open"]));
+    let created = server.call(
+        "POST",
+        "/api/v1/sessions",
+        serde_json::json!({"metadata": {"cwd": fx.cwd(), "environment": "box"}}),
+    );
+    assert_eq!(created["code"], 0, "{created}");
+    let session = created["data"]["id"].as_str().unwrap().to_owned();
+    let canon = std::fs::canonicalize(&remote.0).unwrap();
+    let whoami = format!("<{USER} in {}>", canon.display());
+    let checks = [("echo \"<$(id -un) in $(pwd)>\"", whoami.as_str())];
+    let (closed, output) = common::terminal_client::client_runtime()
+        .block_on(common::terminal_client::echo_hi(&server, &session, &checks));
+    assert_eq!(closed["environment"], "ssh:box", "{closed}");
+    assert!(
+        common::terminal_client::screen_lines(output.as_bytes()).contains(&"hi".to_owned()),
+        "{output}"
+    );
+}

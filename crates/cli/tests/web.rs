@@ -693,7 +693,7 @@ fn status_meta_search_and_the_page_report_real_state() {
         ("openapi", true),
         ("mcp", true),
         ("file_upload", false),
-        ("terminal", false),
+        ("terminal", true),
     ] {
         assert_eq!(capabilities[name], served, "{name}: {capabilities}");
     }

@@ -672,7 +672,11 @@ pub fn open_session(mut setup: SessionSetup) -> Result<OpenedSession, SessionErr
                 &setup.additional_dirs,
                 std::env::home_dir().as_deref(),
             )
-            .with_floor(&setup.home, &session.dir, sandbox_on);
+            .with_floor(&setup.home, &session.dir, sandbox_on)
+            .on_environment(&binding.as_ref().map_or_else(
+                || LOCAL_ENVIRONMENT.to_owned(),
+                |b| b.environment.info().id.clone(),
+            ));
             Arc::new(ChainPolicy::new(state, workspace))
         }
         None => setup.permissions,

@@ -553,7 +553,7 @@ fn every_policy_allows_asks_and_denies() {
     for c in &cases {
         let mut memory = SessionApprovals::default();
         for rule in c.session {
-            memory.grant(rule).unwrap();
+            memory.grant(rule, None).unwrap();
         }
         let ws = match c.ws {
             Ws::Git => &e.ws,

@@ -23,9 +23,11 @@ use serde::de::DeserializeOwned;
 use tokio::sync::{mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
 
+use kimi_tools::terminal::{OpenedTerminal, TerminalInput, TerminalSize, TerminalSpec};
+
 use crate::protocol::{
     Exit, FileBytes, Hello, PROTOCOL_VERSION, Request, RequestFrame, ServerFrame, Spawned,
-    TextReply,
+    TERMINAL_PROTOCOL_VERSION, TextReply,
 };
 
 /// Why a request got no usable answer.
@@ -246,16 +248,33 @@ impl Connection {
         env: &[(String, String)],
         timeout: Option<Duration>,
     ) -> Result<Result<Started, String>, CallError> {
-        let id = self.next_id();
-        let (out_tx, out_rx) = mpsc::unbounded_channel();
-        // Registered before the request leaves, so no early output is missed.
-        lock(&self.shared.outputs).insert(id, out_tx);
-        let request = Request::Spawn {
+        self.start_with_output(&Request::Spawn {
             command: command.to_owned(),
             cwd: cwd.to_path_buf(),
             env: env.to_vec(),
             timeout_ms: timeout.and_then(|t| u64::try_from(t.as_millis()).ok()),
-        };
+        })
+    }
+
+    /// Opens a terminal (a `terminal_open` request); its output arrives on the returned
+    /// receiver, and `wait`/`kill` take its id like a process's.
+    pub fn open_terminal(&self, spec: &TerminalSpec) -> Result<Result<Started, String>, CallError> {
+        self.start_with_output(&Request::TerminalOpen {
+            cwd: spec.cwd.clone(),
+            env: spec.env.clone(),
+            cols: spec.size.cols,
+            rows: spec.size.rows,
+            shell: spec.shell.clone(),
+        })
+    }
+
+    /// Sends a request that starts something with output (`spawn`, `terminal_open`).
+    fn start_with_output(&self, request: &Request) -> Result<Result<Started, String>, CallError> {
+        let id = self.next_id();
+        let (out_tx, out_rx) = mpsc::unbounded_channel();
+        // Registered before the request leaves, so no early output is missed.
+        lock(&self.shared.outputs).insert(id, out_tx);
+        let request = request.clone();
         let (tx, rx) = std::sync::mpsc::sync_channel(1);
         let sent = self.send(&request, Waiter::Blocking(tx), id);
         let answer = sent.and_then(|()| {
@@ -348,6 +367,9 @@ fn read_loop(reader: Box<dyn Read + Send>, shared: &Shared) {
 /// A remote target: an [`Environment`] over a [`Connection`].
 pub struct RemoteEnvironment {
     info: EnvironmentInfo,
+    /// The executor's protocol version (what it can do).
+    version: u32,
+    build: String,
     conn: Connection,
     /// Whatever must live as long as the connection (the launcher process).
     _guard: Option<Box<dyn Send + Sync>>,
@@ -408,6 +430,8 @@ impl RemoteEnvironment {
                 shell: hello.shell.clone(),
                 home: hello.home.clone(),
             },
+            version: hello.version,
+            build: hello.build.clone(),
             conn,
             _guard: guard,
         }
@@ -574,6 +598,75 @@ impl Environment for RemoteEnvironment {
                 wait: None,
             }),
         }))
+    }
+
+    fn open_terminal(
+        &self,
+        spec: &TerminalSpec,
+    ) -> Result<Result<OpenedTerminal, String>, EnvError> {
+        if self.version < TERMINAL_PROTOCOL_VERSION {
+            return Ok(Err(format!(
+                "the executor on environment `{}` (kimi-rs {}, exec protocol {}) has no terminals; \
+                 install this kimi-rs ({}) on the target (remove the old executor so it is copied again) and reconnect",
+                self.info.id,
+                self.build,
+                self.version,
+                env!("CARGO_PKG_VERSION")
+            )));
+        }
+        let started = self.conn.open_terminal(spec).map_err(|e| self.err(e))?;
+        Ok(started.map(|(terminal, spawned, output)| OpenedTerminal {
+            process: SpawnedProcess {
+                pid: spawned.pid,
+                output: ProcessOutput::Unbounded(output),
+                control: Box::new(RemoteProcess {
+                    conn: self.conn.clone(),
+                    id: self.info.id.clone(),
+                    process: terminal,
+                    wait: None,
+                }),
+            },
+            input: Arc::new(RemoteInput {
+                conn: self.conn.clone(),
+                terminal,
+            }),
+        }))
+    }
+}
+
+/// Typing into a terminal on the target: one request per write, answered once the executor
+/// has queued the bytes; requests leave in call order and the executor keeps it.
+struct RemoteInput {
+    conn: Connection,
+    terminal: u64,
+}
+
+impl RemoteInput {
+    fn call(&self, request: &Request) -> Result<(), String> {
+        match self.conn.call::<Result<(), String>>(request) {
+            Ok(done) => done,
+            Err(CallError::Lost(reason)) => Err(format!(
+                "environment.unavailable: the connection ended ({reason})"
+            )),
+            Err(CallError::Remote { code, message }) => Err(format!("{code}: {message}")),
+        }
+    }
+}
+
+impl TerminalInput for RemoteInput {
+    fn write(&self, data: &[u8]) -> Result<(), String> {
+        self.call(&Request::TerminalInput {
+            terminal: self.terminal,
+            data: data.to_vec(),
+        })
+    }
+
+    fn resize(&self, size: TerminalSize) -> Result<(), String> {
+        self.call(&Request::TerminalResize {
+            terminal: self.terminal,
+            cols: size.cols,
+            rows: size.rows,
+        })
     }
 }
 

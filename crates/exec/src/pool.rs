@@ -16,6 +16,7 @@ use kimi_config::environments::{EnvironmentDecl, Environments};
 use kimi_tools::environment::{
     FileStat, GlobRequest, ProcessControl, ProcessEnd, ReadError, ShellSpec, SpawnedProcess,
 };
+use kimi_tools::terminal::{OpenedTerminal, TerminalSpec};
 use kimi_tools::{EnvError, Environment, EnvironmentInfo, ToolResult};
 use tokio_util::sync::CancellationToken;
 
@@ -275,6 +276,24 @@ impl Environment for PooledEnvironment {
                 inner: process.control,
                 _env: env.clone(),
             }),
+        }))
+    }
+
+    fn open_terminal(
+        &self,
+        spec: &TerminalSpec,
+    ) -> Result<Result<OpenedTerminal, String>, EnvError> {
+        let env = self.current()?;
+        Ok(env.open_terminal(spec)?.map(|term| OpenedTerminal {
+            process: SpawnedProcess {
+                pid: term.process.pid,
+                output: term.process.output,
+                control: Box::new(Draining {
+                    inner: term.process.control,
+                    _env: env.clone(),
+                }),
+            },
+            input: term.input,
         }))
     }
 }

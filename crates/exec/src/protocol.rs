@@ -13,8 +13,11 @@ use std::path::PathBuf;
 use kimi_tools::environment::{FileKind, FileStat, GlobRequest, GrepRequest, ReadError};
 use serde::{Deserialize, Serialize};
 
-/// The protocol this build speaks. Bumped on any incompatible change.
-pub const PROTOCOL_VERSION: u32 = 1;
+/// The protocol this build speaks. Bumped on any incompatible change, and when ops are added
+/// (2: terminals), so a client knows what an older executor cannot do.
+pub const PROTOCOL_VERSION: u32 = 2;
+/// The first protocol with terminals (`terminal_open`, `terminal_input`, `terminal_resize`).
+pub const TERMINAL_PROTOCOL_VERSION: u32 = 2;
 /// The oldest protocol this build still accepts from the other side.
 pub const MIN_PROTOCOL_VERSION: u32 = 1;
 
@@ -91,6 +94,30 @@ pub enum Request {
     Wait { process: u64 },
     /// SIGTERM to the group, SIGKILL after the grace. Answer: [`Exit`].
     Kill { process: u64, grace_ms: u64 },
+    /// A shell on a new PTY, the leader of its own session and process group; its id is this
+    /// request's id, its output arrives as `output` frames (`stderr` false) and `wait`/`kill`
+    /// work on it like on a process (a kill sends SIGHUP first). Answer:
+    /// `Result<Spawned, String>`.
+    TerminalOpen {
+        cwd: PathBuf,
+        /// Set on top of the executor's own environment.
+        #[serde(default)]
+        env: Vec<(String, String)>,
+        cols: u16,
+        rows: u16,
+        /// The program to run; `null` for the target's shell.
+        #[serde(default)]
+        shell: Option<String>,
+    },
+    /// Bytes typed into a terminal, written in the order the requests arrive. Answer:
+    /// `Result<(), String>`.
+    TerminalInput {
+        terminal: u64,
+        #[serde(with = "b64")]
+        data: Vec<u8>,
+    },
+    /// Answer: `Result<(), String>`.
+    TerminalResize { terminal: u64, cols: u16, rows: u16 },
 }
 
 impl Request {
@@ -113,6 +140,9 @@ impl Request {
             Request::Spawn { .. } => "spawn",
             Request::Wait { .. } => "wait",
             Request::Kill { .. } => "kill",
+            Request::TerminalOpen { .. } => "terminal_open",
+            Request::TerminalInput { .. } => "terminal_input",
+            Request::TerminalResize { .. } => "terminal_resize",
         }
     }
 }

@@ -9,7 +9,8 @@ use std::path::Path;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use kimi_tools::environment::{ProcessEnd, ShellSpec, local};
+use kimi_tools::environment::{ProcessEnd, ShellSpec, SpawnedProcess, local};
+use kimi_tools::terminal::{TerminalInput, TerminalSize, TerminalSpec};
 use serde::Serialize;
 use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncWrite, AsyncWriteExt, BufReader};
 use tokio::sync::{mpsc, oneshot, watch};
@@ -37,6 +38,8 @@ struct Process {
 struct State {
     processes: Mutex<HashMap<u64, Process>>,
     searches: Mutex<HashMap<u64, CancellationToken>>,
+    /// The input side of each open terminal (its process is in `processes`).
+    terminals: Mutex<HashMap<u64, Arc<dyn TerminalInput>>>,
 }
 
 impl State {
@@ -50,6 +53,19 @@ impl State {
         self.searches
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    fn terminals(&self) -> std::sync::MutexGuard<'_, HashMap<u64, Arc<dyn TerminalInput>>> {
+        self.terminals
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    fn terminal(&self, id: u64) -> Result<Arc<dyn TerminalInput>, Failure> {
+        self.terminals()
+            .get(&id)
+            .cloned()
+            .ok_or_else(|| ("no_process", format!("no open terminal {id}")))
     }
 }
 
@@ -159,6 +175,31 @@ fn handle_frame(text: &[u8], state: &Arc<State>, tx: &mpsc::UnboundedSender<Serv
             return;
         }
     };
+    // Input and resizes are done here, in arrival order: as tasks of their own, two pieces of
+    // typing could overtake each other. Neither blocks (input is queued for the terminal).
+    let inline = match &request {
+        Request::TerminalInput { terminal, data } => {
+            Some(state.terminal(*terminal).and_then(|t| json(&t.write(data))))
+        }
+        Request::TerminalResize {
+            terminal,
+            cols,
+            rows,
+        } => Some(state.terminal(*terminal).and_then(|t| {
+            json(&t.resize(TerminalSize {
+                cols: *cols,
+                rows: *rows,
+            }))
+        })),
+        _ => None,
+    };
+    if let Some(answer) = inline {
+        let _ = tx.send(match answer {
+            Ok(value) => ServerFrame::ok(id, value),
+            Err((code, message)) => ServerFrame::error(Some(id), code, message),
+        });
+        return;
+    }
     let state = state.clone();
     let tx = tx.clone();
     tokio::spawn(async move {
@@ -324,6 +365,35 @@ async fn run(
             env,
             timeout_ms,
         } => json(&spawn(id, command, cwd, env, timeout_ms, state, tx)),
+        Request::TerminalOpen {
+            cwd,
+            env,
+            cols,
+            rows,
+            shell,
+        } => {
+            let size =
+                TerminalSize::checked(cols.into(), rows.into()).map_err(|e| ("bad_request", e))?;
+            let spec = TerminalSpec {
+                cwd,
+                env,
+                size,
+                shell,
+            };
+            json(&match kimi_tools::terminal::open_local(&spec) {
+                Ok(term) => {
+                    let pid = term.process.pid;
+                    state.terminals().insert(id, term.input);
+                    supervise(id, term.process, None, state, tx);
+                    Ok(Spawned { pid })
+                }
+                Err(e) => Err(e),
+            })
+        }
+        Request::TerminalInput { .. } | Request::TerminalResize { .. } => Err((
+            "internal",
+            "terminal input is handled as it arrives".to_owned(),
+        )),
         Request::Wait { process } => {
             let mut exit = state
                 .processes()
@@ -383,8 +453,21 @@ fn spawn(
         env,
         launcher: Vec::new(),
     };
-    let mut spawned = local::spawn(&spec)?;
+    let spawned = local::spawn(&spec)?;
     let pid = spawned.pid;
+    supervise(id, spawned, timeout_ms, state, tx);
+    Ok(Spawned { pid })
+}
+
+/// Registers a started process (or terminal) under `id`, forwards its output, and answers
+/// `wait`/`kill` requests about it until it has ended.
+fn supervise(
+    id: u64,
+    mut spawned: SpawnedProcess,
+    timeout_ms: Option<u64>,
+    state: &Arc<State>,
+    tx: &mpsc::UnboundedSender<ServerFrame>,
+) {
     let (exit_tx, exit_rx) = watch::channel(None);
     let (kill_tx, mut kill_rx) = mpsc::unbounded_channel::<Kill>();
     state.processes().insert(
@@ -395,6 +478,7 @@ fn spawn(
         },
     );
     let tx = tx.clone();
+    let state = state.clone();
     tokio::spawn(async move {
         let deadline = timeout_ms.map(|ms| tokio::time::Instant::now() + Duration::from_millis(ms));
         let mut open = true;
@@ -439,13 +523,14 @@ fn spawn(
         if let Some((_, reply)) = kill {
             let _ = reply.send(exit_code);
         }
+        // A terminal whose shell has ended takes no more input (dropping it closes the PTY).
+        state.terminals().remove(&id);
         let _ = exit_tx.send(Some(exit_code));
         // A kill that arrived while the output drained: the process has already ended.
         while let Ok((_, reply)) = kill_rx.try_recv() {
             let _ = reply.send(exit_code);
         }
     });
-    Ok(Spawned { pid })
 }
 
 fn send_output(tx: &mpsc::UnboundedSender<ServerFrame>, process: u64, stderr: bool, data: Vec<u8>) {

@@ -316,3 +316,140 @@ fn filesystem_operations_round_trip() {
     drop(s.conn);
     drop(s.server);
 }
+
+/// Output of a process or terminal until `needle` shows (the test fails if it ends first).
+fn read_until(output: &mut kimi_exec::client::OutputReceiver, seen: &mut Vec<u8>, needle: &str) {
+    while !String::from_utf8_lossy(seen).contains(needle) {
+        match output.blocking_recv() {
+            Some((_, data)) => seen.extend(data),
+            None => panic!(
+                "output ended before {needle:?}: {:?}",
+                String::from_utf8_lossy(seen)
+            ),
+        }
+    }
+}
+
+#[test]
+fn a_terminal_takes_pipelined_input_in_order_resizes_and_is_killed_with_its_group() {
+    let s = serve();
+    let dir = tempfile::tempdir().unwrap();
+    let spec = kimi_tools::terminal::TerminalSpec {
+        cwd: dir.path().to_owned(),
+        env: vec![("GREETING".to_owned(), "hi there".to_owned())],
+        size: kimi_tools::terminal::TerminalSize { cols: 80, rows: 24 },
+        shell: Some("/bin/sh".to_owned()),
+    };
+    let (terminal, spawned, mut output) = s.conn.open_terminal(&spec).unwrap().unwrap();
+    let pgid = spawned.pid.unwrap();
+    // One byte per request, all in flight at once: the executor must keep their order.
+    let typed = "echo \"[$GREETING] $(stty size)\"\n";
+    let answers: Vec<_> = typed
+        .bytes()
+        .map(|b| {
+            s.conn.call_async(&Request::TerminalInput {
+                terminal,
+                data: vec![b],
+            })
+        })
+        .collect();
+    for rx in answers {
+        let done: Result<(), String> =
+            serde_json::from_value(rx.blocking_recv().unwrap().unwrap()).unwrap();
+        done.unwrap();
+    }
+    let mut seen = Vec::new();
+    read_until(&mut output, &mut seen, "[hi there] 24 80");
+    let resized: Result<(), String> = s
+        .conn
+        .call(&Request::TerminalResize {
+            terminal,
+            cols: 33,
+            rows: 7,
+        })
+        .unwrap();
+    resized.unwrap();
+    let input: Result<(), String> = s
+        .conn
+        .call(&Request::TerminalInput {
+            terminal,
+            data: b"echo \"<$(stty size)>\"; sleep 300\n".to_vec(),
+        })
+        .unwrap();
+    input.unwrap();
+    read_until(&mut output, &mut seen, "<7 33>");
+    let exit: Exit = s
+        .conn
+        .call(&Request::Kill {
+            process: terminal,
+            grace_ms: 500,
+        })
+        .unwrap();
+    assert_eq!(exit.exit_code, None, "ended by a signal");
+    wait_until("the terminal's group to be gone", || !group_alive(pgid));
+    let late = s
+        .conn
+        .call::<Result<(), String>>(&Request::TerminalInput {
+            terminal,
+            data: b"x".to_vec(),
+        })
+        .unwrap_err();
+    assert!(
+        matches!(&late, CallError::Remote { code, .. } if code == "no_process"),
+        "{late:?}"
+    );
+}
+
+#[test]
+fn a_terminal_ends_with_its_shell_and_reports_the_exit_code() {
+    let s = serve();
+    let dir = tempfile::tempdir().unwrap();
+    let spec = kimi_tools::terminal::TerminalSpec {
+        cwd: dir.path().to_owned(),
+        env: Vec::new(),
+        size: kimi_tools::terminal::TerminalSize { cols: 80, rows: 24 },
+        shell: None,
+    };
+    let (terminal, _, mut output) = s.conn.open_terminal(&spec).unwrap().unwrap();
+    let input: Result<(), String> = s
+        .conn
+        .call(&Request::TerminalInput {
+            terminal,
+            data: b"echo \"by\"\"e\"; exit 3\n".to_vec(),
+        })
+        .unwrap();
+    input.unwrap();
+    let exit: Exit = s.conn.call(&Request::Wait { process: terminal }).unwrap();
+    assert_eq!(exit.exit_code, Some(3));
+    let mut seen = Vec::new();
+    while let Ok((_, data)) = output.try_recv() {
+        seen.extend(data);
+    }
+    assert!(
+        String::from_utf8_lossy(&seen).contains("bye"),
+        "all output arrives before the exit: {:?}",
+        String::from_utf8_lossy(&seen)
+    );
+}
+
+#[test]
+fn a_bad_terminal_size_is_refused() {
+    let s = serve();
+    let err = s
+        .conn
+        .call::<Result<Spawned, String>>(&Request::TerminalOpen {
+            cwd: std::env::temp_dir(),
+            env: Vec::new(),
+            cols: 0,
+            rows: 24,
+            shell: None,
+        })
+        .unwrap_err();
+    assert_eq!(
+        err,
+        CallError::Remote {
+            code: "bad_request".to_owned(),
+            message: "cols must be between 1 and 1000, got 0".to_owned()
+        }
+    );
+}

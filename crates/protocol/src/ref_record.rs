@@ -459,6 +459,10 @@ pub struct ApprovalResult {
     pub action: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub session_approval_rule: Option<String>,
+    /// kimi-rs: the execution environment a path-based session approval holds on (it matches
+    /// nowhere else). Absent for other rules; a path rule recorded without it is `local`'s.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub environment: Option<String>,
     pub result: Value,
 }
 

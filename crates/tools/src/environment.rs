@@ -1,4 +1,5 @@
-//! The execution environment the file tools, the search tools and shell commands act on:
+//! The execution environment the file tools, the search tools, shell commands and a user's
+//! terminals act on:
 //! [`Local`] in-process, or a remote target reached through an executor (the `kimi-exec`
 //! crate implements [`Environment`] over its connection). Tools call these primitives and never
 //! know which one they got; hooks, MCP servers and the web tools stay local and never use it.
@@ -268,6 +269,13 @@ pub trait Environment: Send + Sync + std::fmt::Debug {
 
     /// Start a shell command in its own process group. Must be called inside a Tokio runtime.
     fn spawn(&self, spec: &ShellSpec) -> Result<Result<SpawnedProcess, String>, EnvError>;
+
+    /// Open an interactive terminal (a shell on a PTY) for a user. Must be called inside a
+    /// Tokio runtime.
+    fn open_terminal(
+        &self,
+        spec: &crate::terminal::TerminalSpec,
+    ) -> Result<Result<crate::terminal::OpenedTerminal, String>, EnvError>;
 }
 
 /// This machine.
@@ -376,6 +384,13 @@ impl Environment for Local {
 
     fn spawn(&self, spec: &ShellSpec) -> Result<Result<SpawnedProcess, String>, EnvError> {
         Ok(local::spawn(spec))
+    }
+
+    fn open_terminal(
+        &self,
+        spec: &crate::terminal::TerminalSpec,
+    ) -> Result<Result<crate::terminal::OpenedTerminal, String>, EnvError> {
+        Ok(crate::terminal::open_local(spec))
     }
 }
 

@@ -27,6 +27,7 @@ pub mod registry;
 pub mod result;
 pub mod scheduler;
 pub mod tasks;
+pub mod terminal;
 pub mod tool;
 pub use kimi_protocol::wildcard;
 

@@ -340,10 +340,7 @@ impl App {
             // The engine queues it; the pane shows it until its turn starts.
             self.queued.push_back(text);
         } else {
-            self.push(crate::cells::CellKind::User {
-                text,
-                steer: None,
-            });
+            self.push(crate::cells::CellKind::User { text, steer: None });
         }
         self.op(Op::Submit {
             input,

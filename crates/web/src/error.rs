@@ -15,6 +15,8 @@ pub mod code {
     pub const FORBIDDEN_HOST: u32 = 40301;
     /// A WebSocket upgrade from another site's page.
     pub const FORBIDDEN_ORIGIN: u32 = 40302;
+    /// A terminal asked for from another machine without `--allow-remote-terminals`.
+    pub const FORBIDDEN_REMOTE: u32 = 40303;
     pub const NO_ENDPOINT: u32 = 40400;
     pub const SESSION_NOT_FOUND: u32 = 40401;
     pub const MESSAGE_NOT_FOUND: u32 = 40403;
@@ -22,12 +24,17 @@ pub mod code {
     /// Same code as approvals: the interaction is not pending.
     pub const QUESTION_NOT_FOUND: u32 = 40404;
     pub const DIRECTORY_NOT_FOUND: u32 = 40409;
+    pub const TERMINAL_NOT_FOUND: u32 = 40412;
     pub const BUSY: u32 = 40901;
     pub const ALREADY_RESOLVED: u32 = 40902;
     pub const PROMPT_ID_USED: u32 = 40903;
     pub const CONTEXT_BUSY: u32 = 40910;
     pub const CANNOT_UNDO: u32 = 40911;
+    /// Input for a terminal whose shell has ended.
+    pub const TERMINAL_EXITED: u32 = 40912;
     pub const INTERNAL: u32 = 50001;
+    /// The session's environment is not connected (nothing was run on this machine instead).
+    pub const ENVIRONMENT_UNAVAILABLE: u32 = 50301;
     /// An MCP server action that failed (the reference's MCP passthrough band).
     pub const MCP_FAILED: u32 = 80001;
 }
@@ -143,7 +150,9 @@ impl ApiError {
     pub fn status(&self) -> StatusCode {
         match self.code {
             code::UNAUTHORIZED => StatusCode::UNAUTHORIZED,
-            code::FORBIDDEN_HOST | code::FORBIDDEN_ORIGIN => StatusCode::FORBIDDEN,
+            code::FORBIDDEN_HOST | code::FORBIDDEN_ORIGIN | code::FORBIDDEN_REMOTE => {
+                StatusCode::FORBIDDEN
+            }
             _ => StatusCode::OK,
         }
     }

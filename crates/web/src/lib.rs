@@ -27,6 +27,7 @@ pub mod reach;
 mod rest;
 mod rewind;
 mod server;
+mod terminals;
 mod ws;
 
 pub use auth::{ServerToken, load_or_create_token, token_path};

@@ -87,9 +87,9 @@ pub async fn serve(
     let mut failed = Throttled::default();
     let mut shutdown = pin!(shutdown);
     loop {
-        let stream = tokio::select! {
+        let (stream, peer) = tokio::select! {
             accepted = listener.accept() => match accepted {
-                Ok((stream, _peer)) => stream,
+                Ok((stream, peer)) => (stream, peer),
                 Err(err) if client_gone(&err) => continue,
                 Err(err) => {
                     failed.report(&notices, |n| format!(
@@ -118,7 +118,11 @@ pub async fn serve(
         });
         let body_timeout = limits.body_timeout;
         let router = router.clone();
-        let service = hyper::service::service_fn(move |request: Request<Incoming>| {
+        let service = hyper::service::service_fn(move |mut request: Request<Incoming>| {
+            // Who is asking: terminals are for this machine's clients unless allowed.
+            request
+                .extensions_mut()
+                .insert(crate::terminals::Peer(peer));
             router
                 .clone()
                 .oneshot(request.map(|body| within(body, body_timeout)))

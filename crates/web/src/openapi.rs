@@ -362,6 +362,52 @@ fn operations() -> Vec<(&'static str, &'static str, Value)> {
         ),
         (
             "get",
+            "/sessions/{id}/terminals",
+            op(
+                "The session's terminals, running and exited (loopback clients only unless --allow-remote-terminals: 40303, HTTP 403).",
+                vec![id()],
+                None,
+                list(json!({"$ref": "#/components/schemas/Terminal"})),
+            ),
+        ),
+        (
+            "post",
+            "/sessions/{id}/terminals",
+            op(
+                "Open a terminal (a shell on a PTY) on the session's environment: this machine, or the ssh/docker/command target it is bound to. Attach over the WebSocket to type and read.",
+                vec![id()],
+                Some(object(json!({
+                    "cwd": {"type": "string", "description": "Absolute, on the environment; the session's working directory by default."},
+                    "cols": {"type": "integer", "minimum": 1, "maximum": 1000, "default": 80},
+                    "rows": {"type": "integer", "minimum": 1, "maximum": 1000, "default": 24},
+                    "shell": {"type": "string", "description": "The program to run; the environment's shell by default."},
+                    "env": {"type": "object", "additionalProperties": {"type": "string"}, "description": "Set on top of the environment's own variables (TERM=xterm-256color unless given)."},
+                }))),
+                json!({"$ref": "#/components/schemas/Terminal"}),
+            ),
+        ),
+        (
+            "get",
+            "/sessions/{id}/terminals/{tid}",
+            op(
+                "One terminal (40412 when the session has no such terminal).",
+                vec![id(), path_param("tid", "Terminal id.")],
+                None,
+                json!({"$ref": "#/components/schemas/Terminal"}),
+            ),
+        ),
+        (
+            "post",
+            "/sessions/{id}/terminals/{tid}:close",
+            op(
+                "End the terminal's shell (SIGHUP to its process group, SIGKILL after 0.5 s) and answer once it has ended.",
+                vec![id(), path_param("tid", "Terminal id.")],
+                None,
+                json!({"$ref": "#/components/schemas/Terminal"}),
+            ),
+        ),
+        (
+            "get",
             "/ws",
             op(
                 "WebSocket upgrade (token as subprotocol `kimi-code.bearer.<token>`); see the README for the frames.",
@@ -423,6 +469,15 @@ pub fn document() -> Value {
                     "status": {"enum": ["connecting", "connected", "failed", "needs_login", "disabled"]},
                     "reason": {"type": ["string", "null"], "description": "Why it failed, or how to sign in."},
                     "tool_count": {"type": "integer"}, "source": {"type": ["string", "null"]},
+                })),
+                "Terminal": object(json!({
+                    "id": {"type": "string"}, "session_id": {"type": "string"},
+                    "environment": {"type": "string", "description": "Where the shell runs: `local`, or e.g. `ssh:dev-box`."},
+                    "cwd": {"type": "string"}, "shell": {"type": ["string", "null"]}, "pid": {"type": ["integer", "null"], "description": "On the environment's machine."},
+                    "cols": {"type": "integer"}, "rows": {"type": "integer"},
+                    "status": {"enum": ["running", "exited"]}, "exit_code": {"type": ["integer", "null"], "description": "null while running or when a signal ended it."},
+                    "error": {"type": ["string", "null"], "description": "Why it ended when its environment's connection was lost."},
+                    "output_bytes": {"type": "integer"}, "created_at": {"type": "string"},
                 })),
                 "Approval": object(json!({
                     "approval_id": {"type": "string"}, "tool_call_id": {"type": "string"}, "tool_name": {"type": "string"},

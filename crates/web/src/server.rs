@@ -22,6 +22,7 @@ use crate::live::Registry;
 use crate::page;
 use crate::questions;
 use crate::rest;
+use crate::terminals;
 use kimi_core::host::SessionHost;
 
 /// The reference's default port.
@@ -57,6 +58,8 @@ pub struct ServerOptions {
     /// The experimental flags `GET /meta` reports (`{id: on}`), read when asked so a flag
     /// switched meanwhile shows; none when the embedder has no configuration.
     pub experimental_flags: Option<FlagsSource>,
+    /// Serve terminals to clients on other machines too (`--allow-remote-terminals`).
+    pub allow_remote_terminals: bool,
 }
 
 /// Reads the experimental flags as they are now.
@@ -82,6 +85,7 @@ impl ServerOptions {
             notices: Notices::default(),
             default_cwd: std::env::current_dir().ok(),
             experimental_flags: None,
+            allow_remote_terminals: false,
         }
     }
 }
@@ -97,6 +101,8 @@ pub struct App {
     /// What [`api_routes`] serves, for the capabilities `GET /meta` reports.
     pub routes: Vec<(Method, &'static str)>,
     pub experimental_flags: Option<FlagsSource>,
+    pub terminals: crate::terminals::Terminals,
+    pub allow_remote_terminals: bool,
 }
 
 /// A bound listener, ready to serve.
@@ -204,6 +210,8 @@ impl Bound {
                 .map(|p| p.display().to_string()),
             routes: api_routes().listed().to_vec(),
             experimental_flags: self.options.experimental_flags.clone(),
+            terminals: crate::terminals::Terminals::default(),
+            allow_remote_terminals: self.options.allow_remote_terminals,
         });
         listen::serve(
             self.listener,
@@ -213,6 +221,7 @@ impl Bound {
             shutdown,
         )
         .await;
+        app.terminals.close_all().await;
         app.registry.shutdown().await;
     }
 }
@@ -283,6 +292,10 @@ pub(crate) fn api_routes() -> Routes {
         )
         .get("/sessions/{id}/questions", questions::list_questions)
         .post("/sessions/{id}/questions/{qid}", questions::answer_question)
+        .get("/sessions/{id}/terminals", terminals::list)
+        .post("/sessions/{id}/terminals", terminals::open)
+        .get("/sessions/{id}/terminals/{tid}", terminals::get)
+        .post("/sessions/{id}/terminals/{tid}", terminals::action)
         .get("/ws", websocket)
 }
 
@@ -300,9 +313,11 @@ fn router(app: Arc<App>) -> Router {
 
 async fn websocket(
     State(app): State<Arc<App>>,
+    peer: Option<axum::Extension<terminals::Peer>>,
     upgrade: WebSocketUpgrade,
     request_headers: axum::http::HeaderMap,
 ) -> Response {
+    let peer = peer.map(|p| p.0);
     if !auth::origin_allowed(&request_headers) {
         let origin = request_headers
             .get(header::ORIGIN)
@@ -323,7 +338,7 @@ async fn websocket(
         .collect();
     upgrade
         .protocols(protocols)
-        .on_upgrade(move |socket| crate::ws::serve(app, socket))
+        .on_upgrade(move |socket| crate::ws::serve(app, socket, peer))
 }
 
 /// Request id, Host allowlist, then the token (except for healthz, preflights and the UI).

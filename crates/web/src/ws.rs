@@ -1,6 +1,7 @@
 //! The WebSocket `/api/v1/ws`: `server_hello`, client frames `{type, id?, payload}` answered by
 //! `ack`, `subscribe`/`unsubscribe` to sessions (replaying durable events after a cursor, or
-//! `resync_required`), `ping`/`pong` and `abort`; event frames are forwarded per subscription.
+//! `resync_required`), `ping`/`pong`, `abort` and the `terminal_*` frames (see `terminals`);
+//! event frames are forwarded per subscription.
 //!
 //! A slow client costs bounded memory and cannot stall anyone else: every session publishes
 //! into a bounded broadcast ring that never waits for readers, each connection has a bounded
@@ -23,6 +24,8 @@ use tokio_util::sync::CancellationToken;
 use crate::error::{ApiError, code};
 use crate::events::{Frame, MAX_EVENT_BUFFER, timestamp};
 use crate::server::App;
+use crate::terminals::{self, Peer, TermEvent, Terminal};
+use kimi_tools::terminal::TerminalSize;
 
 /// Frames queued for one connection (the per-client memory bound).
 const OUT_QUEUE: usize = 1024;
@@ -146,6 +149,70 @@ struct Connection {
     out: mpsc::Sender<String>,
     cut: Cut,
     subscriptions: HashMap<String, JoinHandle<()>>,
+    /// Who is connected (terminal frames are for this machine's clients unless allowed).
+    peer: Option<Peer>,
+    /// Forwarders of the terminals this connection is attached to, by terminal id.
+    terminals: HashMap<String, JoinHandle<()>>,
+}
+
+/// Send a terminal's kept output from `next` on, then its live output and exit. A client that
+/// falls behind the live channel is sent the kept output again from where it was; bytes that
+/// have left the scrollback meanwhile show as a jump in `offset`.
+async fn forward_terminal(out: mpsc::Sender<String>, cut: Cut, terminal: Arc<Terminal>) {
+    let mut next = 0u64;
+    loop {
+        let (start, kept, exit, mut live) = terminal.attach();
+        let skip = usize::try_from(next.saturating_sub(start)).unwrap_or(usize::MAX);
+        if skip < kept.len() {
+            let event = TermEvent::Output {
+                offset: start.max(next),
+                data: kept[skip..].into(),
+            };
+            if queue(
+                &out,
+                terminals::frame(&terminal.session_id, &terminal.id, &event),
+            )
+            .await
+            .is_err()
+            {
+                return;
+            }
+        }
+        next = next.max(start + kept.len() as u64);
+        if let Some(exit_code) = exit {
+            let event = TermEvent::Exit { exit_code };
+            let _ = queue(
+                &out,
+                terminals::frame(&terminal.session_id, &terminal.id, &event),
+            )
+            .await;
+            return;
+        }
+        loop {
+            match live.recv().await {
+                Ok(event) => {
+                    if let TermEvent::Output { offset, data } = &event {
+                        next = offset + data.len() as u64;
+                    }
+                    let text = terminals::frame(&terminal.session_id, &terminal.id, &event);
+                    match queue(&out, text).await {
+                        Ok(()) => {}
+                        Err(Stop::Closed) => return,
+                        Err(Stop::TooSlow(reason)) => {
+                            cut.cut(json!({"type": "error", "payload": {"terminal_id": terminal.id, "reason": reason}}).to_string());
+                            return;
+                        }
+                    }
+                    if matches!(event, TermEvent::Exit { .. }) {
+                        return;
+                    }
+                }
+                // Catch up from the kept output.
+                Err(broadcast::error::RecvError::Lagged(_)) => break,
+                Err(broadcast::error::RecvError::Closed) => return,
+            }
+        }
+    }
 }
 
 impl Connection {
@@ -228,6 +295,50 @@ impl Connection {
         }
     }
 
+    /// A `terminal_*` frame: its answer, and the terminal to start forwarding (attach).
+    async fn terminal(
+        &mut self,
+        kind: &str,
+        payload: &Value,
+    ) -> Result<(Value, Option<Arc<Terminal>>), ApiError> {
+        terminals::check_peer(&self.app, self.peer)?;
+        let field = |name: &str| {
+            payload[name].as_str().ok_or_else(|| {
+                ApiError::validation(format!("{kind} needs payload.{name}, a string"))
+            })
+        };
+        let terminal = self
+            .app
+            .terminals
+            .get(field("session_id")?, field("terminal_id")?)?;
+        match kind {
+            "terminal_attach" => Ok((terminal.describe(), Some(terminal))),
+            "terminal_input" => {
+                terminal.write(field("data")?.as_bytes().to_vec()).await?;
+                Ok((json!({}), None))
+            }
+            "terminal_resize" => {
+                let size = TerminalSize::checked(
+                    payload["cols"].as_u64().unwrap_or(0),
+                    payload["rows"].as_u64().unwrap_or(0),
+                )
+                .map_err(|e| ApiError::validation(format!("terminal_resize: {e}")))?;
+                terminal.resize(size).await?;
+                Ok((terminal.describe(), None))
+            }
+            "terminal_detach" => {
+                if let Some(task) = self.terminals.remove(&terminal.id) {
+                    task.abort();
+                }
+                Ok((json!({}), None))
+            }
+            _ => {
+                terminal.close().await;
+                Ok((terminal.describe(), None))
+            }
+        }
+    }
+
     async fn handle(&mut self, text: &str) {
         let frame: Value = match serde_json::from_str(text) {
             Ok(frame @ Value::Object(_)) => frame,
@@ -276,9 +387,29 @@ impl Connection {
                 };
                 self.send(answer).await;
             }
+            kind @ ("terminal_attach" | "terminal_input" | "terminal_resize"
+            | "terminal_detach" | "terminal_close") => {
+                match self.terminal(kind, payload).await {
+                    Ok((data, attach)) => {
+                        self.send(ack(id, code::OK, "success", data)).await;
+                        // Started after the ack, so the ack comes before any output.
+                        if let Some(terminal) = attach {
+                            let task = tokio::spawn(forward_terminal(
+                                self.out.clone(),
+                                self.cut.clone(),
+                                terminal.clone(),
+                            ));
+                            if let Some(old) = self.terminals.insert(terminal.id.clone(), task) {
+                                old.abort();
+                            }
+                        }
+                    }
+                    Err(err) => self.send(ack(id, err.code, &err.msg, Value::Null)).await,
+                }
+            }
             other => {
                 let msg = format!(
-                    "unsupported frame type {other:?}: use subscribe, unsubscribe, client_hello, ping or abort"
+                    "unsupported frame type {other:?}: use subscribe, unsubscribe, client_hello, ping, abort or a terminal_* frame"
                 );
                 self.send(ack(id, code::VALIDATION, &msg, Value::Null))
                     .await;
@@ -337,7 +468,7 @@ async fn write(mut sink: Sink, mut queue: mpsc::Receiver<String>, cut: Cut) {
 }
 
 /// Serve one upgraded connection until the client closes it or is cut off.
-pub async fn serve(app: Arc<App>, socket: WebSocket) {
+pub async fn serve(app: Arc<App>, socket: WebSocket, peer: Option<Peer>) {
     let (sink, mut stream) = socket.split();
     let (out, queue) = mpsc::channel::<String>(OUT_QUEUE);
     let cut = Cut::default();
@@ -357,6 +488,8 @@ pub async fn serve(app: Arc<App>, socket: WebSocket) {
         out,
         cut,
         subscriptions: HashMap::new(),
+        peer,
+        terminals: HashMap::new(),
     };
     connection.send(hello.to_string()).await;
     loop {
@@ -368,14 +501,19 @@ pub async fn serve(app: Arc<App>, socket: WebSocket) {
             },
             // The writer ended (cut off, or the client stopped reading): so does the connection.
             _ = &mut writer => {
-                for (_, task) in connection.subscriptions.drain() {
+                for (_, task) in connection.subscriptions.drain().chain(connection.terminals.drain()) {
                     task.abort();
                 }
                 return;
             }
         }
     }
-    for (_, task) in connection.subscriptions.drain() {
+    // Detached, not closed: the terminals keep running for the next client to attach.
+    for (_, task) in connection
+        .subscriptions
+        .drain()
+        .chain(connection.terminals.drain())
+    {
         task.abort();
     }
     drop(connection);

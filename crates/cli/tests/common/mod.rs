@@ -6,6 +6,7 @@
 #![allow(dead_code)]
 
 pub mod browser;
+pub mod terminal_client;
 pub mod web_client;
 
 use std::path::{Path, PathBuf};

@@ -124,10 +124,28 @@ impl PermissionPolicy for ChainPolicy {
         )))
     }
 
-    fn remember_session_approval(&self, call: &ToolCall, plan: &ToolPlan) -> Option<String> {
-        let rule = self.facts(&call.name, plan).approval_rule;
-        match self.state().session.grant(&rule) {
-            Ok(()) => Some(rule),
+    fn for_environment(
+        &self,
+        environment: &str,
+        cwd: &std::path::Path,
+    ) -> Option<std::sync::Arc<dyn PermissionPolicy>> {
+        let state = self.state().clone();
+        Some(std::sync::Arc::new(ChainPolicy::new(
+            state,
+            self.workspace.rebased(cwd, cwd).on_environment(environment),
+        )))
+    }
+
+    fn remember_session_approval(
+        &self,
+        call: &ToolCall,
+        plan: &ToolPlan,
+    ) -> Option<(String, Option<String>)> {
+        let facts = self.facts(&call.name, plan);
+        let scope = crate::permission::approval_scope(&facts, &self.workspace.environment);
+        let rule = facts.approval_rule;
+        match self.state().session.grant(&rule, scope.as_deref()) {
+            Ok(()) => Some((rule, scope)),
             Err(err) => {
                 tracing::warn!("cannot remember approval {rule}: {err}");
                 None

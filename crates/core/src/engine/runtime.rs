@@ -26,14 +26,27 @@ pub trait PermissionPolicy: Send + Sync {
     fn decide(&self, call: &ToolCall, args: &Value, plan: &ToolPlan) -> GateDecision;
     fn set_mode(&self, mode: PermissionMode);
     fn mode(&self) -> PermissionMode;
-    /// The user approved this call for the rest of the session; returns the rule remembered.
-    fn remember_session_approval(&self, call: &ToolCall, plan: &ToolPlan) -> Option<String>;
+    /// The user approved this call for the rest of the session; returns the rule remembered
+    /// and, for a path-based rule, the environment it holds on.
+    fn remember_session_approval(
+        &self,
+        call: &ToolCall,
+        plan: &ToolPlan,
+    ) -> Option<(String, Option<String>)>;
     /// This policy for an agent isolated in `worktree` (working in `cwd` inside it): the same
     /// mode, rules and approvals so far, with the worktree as the workspace root. `None` when
     /// the policy cannot be moved (the call is then refused).
     fn for_worktree(
         &self,
         worktree: &std::path::Path,
+        cwd: &std::path::Path,
+    ) -> Option<Arc<dyn PermissionPolicy>>;
+    /// This policy for an agent placed on execution environment `environment`, working in
+    /// `cwd` there: the same mode, rules and approvals so far, with `cwd` as the workspace and
+    /// path approvals of other environments not applying. `None` when it cannot be moved.
+    fn for_environment(
+        &self,
+        environment: &str,
         cwd: &std::path::Path,
     ) -> Option<Arc<dyn PermissionPolicy>>;
 }
@@ -78,8 +91,19 @@ impl PermissionPolicy for ApproveAll {
     fn mode(&self) -> PermissionMode {
         PermissionMode::Yolo
     }
-    fn remember_session_approval(&self, _call: &ToolCall, _plan: &ToolPlan) -> Option<String> {
+    fn remember_session_approval(
+        &self,
+        _call: &ToolCall,
+        _plan: &ToolPlan,
+    ) -> Option<(String, Option<String>)> {
         None
+    }
+    fn for_environment(
+        &self,
+        _environment: &str,
+        _cwd: &std::path::Path,
+    ) -> Option<Arc<dyn PermissionPolicy>> {
+        Some(Arc::new(ApproveAll))
     }
     fn for_worktree(
         &self,

@@ -231,6 +231,10 @@ impl BatchHost for TurnHost<'_> {
                 ),
                 UserAnswer::Reject(_) => ("rejected", None),
             };
+            let (rule, environment) = match rule {
+                Some((rule, environment)) => (Some(rule), environment),
+                None => (None, None),
+            };
             let mut result = serde_json::json!({"decision": decision});
             if rule.is_some()
                 && let Some(obj) = result.as_object_mut()
@@ -246,6 +250,7 @@ impl BatchHost for TurnHost<'_> {
                         tool_name: call.name.clone(),
                         action: action.to_owned(),
                         session_approval_rule: rule,
+                        environment,
                         result,
                     },
                 )]);

@@ -129,7 +129,12 @@ pub fn protected_floor(input: &PolicyInput<'_>) -> Option<Decision> {
         ));
     }
     let finding = findings(call, ws).into_iter().next()?;
-    if explicitly_allowed(input, &finding) || input.session.find(call, input.ctx()).is_some() {
+    if explicitly_allowed(input, &finding)
+        || input
+            .session
+            .find(call, input.ctx(), &input.workspace.environment)
+            .is_some()
+    {
         return None;
     }
     let what = finding.describe(ws);

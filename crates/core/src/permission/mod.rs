@@ -59,7 +59,9 @@ pub use rule_set::{
     RuleScope, RuleSet, load_rules, load_rules_from_str, load_rules_from_value,
 };
 pub use rules::{MatchContext, PatternError, RulePattern};
-pub use session::{ApprovalContext, SessionApprovals, approval_record, legacy_session_rule};
+pub use session::{
+    ApprovalContext, SessionApprovals, approval_record, approval_scope, legacy_session_rule,
+};
 
 pub use state::PermissionState;
 

@@ -24,6 +24,9 @@ pub struct Workspace {
     pub posix: bool,
     /// What the protected floor guards besides the workspace.
     pub protected: Protected,
+    /// The execution environment these paths are on (`local` for this machine): path-based
+    /// session approvals hold on it only.
+    pub environment: String,
 }
 
 /// The git work tree around the cwd.
@@ -59,7 +62,14 @@ impl Workspace {
                 temp_dirs: vec![canonical_or_lexical(&std::env::temp_dir())],
                 ..Protected::default()
             },
+            environment: crate::session::LOCAL_ENVIRONMENT.to_owned(),
         }
+    }
+
+    /// These paths are on execution environment `id`.
+    pub fn on_environment(mut self, id: &str) -> Workspace {
+        id.clone_into(&mut self.environment);
+        self
     }
 
     /// The session's facts for the protected floor: kimi-rs's home, the session directory

@@ -196,7 +196,7 @@ pub fn auto_mode_approve(input: &PolicyInput<'_>) -> Option<Decision> {
 pub fn session_approval_history(input: &PolicyInput<'_>) -> Option<Decision> {
     input
         .session
-        .find(input.call, input.ctx())
+        .find(input.call, input.ctx(), &input.workspace.environment)
         .map(|p| Decision {
             verdict: Verdict::Approve,
             policy: PolicyName::SessionApprovalHistory,

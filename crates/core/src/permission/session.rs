@@ -1,38 +1,65 @@
 //! Session approval memory (surface.md §3.4): "approve for this session" remembers the call's
 //! approval rule — the canonical subject the model sent, never a shell-wrapped form — journals it
 //! as `permission.record_approval_result`, and is rebuilt from those records on resume.
+//!
+//! A path-based approval holds on the execution environment it was given on only: `/srv/app`
+//! on `ssh:prod` is not `/srv/app` on this machine or another target (fail closed).
 
 use kimi_protocol::ops::ApprovalDecision;
 use kimi_protocol::record::ApprovalResult;
 use serde_json::{Value, json};
 
-use super::call::CallFacts;
+use super::call::{CallFacts, Subject};
 use super::rules::{MatchContext, PatternError, RulePattern};
 
-/// The remembered session approvals of one agent.
+/// The remembered session approvals of one agent: each rule, and the environment it holds on
+/// (`None`: everywhere — rules that name no path).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct SessionApprovals {
-    patterns: Vec<RulePattern>,
+    patterns: Vec<(RulePattern, Option<String>)>,
+}
+
+/// The environment a path-based approval of `call` made on `environment` holds on; `None` for
+/// rules that name no path.
+pub fn approval_scope(call: &CallFacts, environment: &str) -> Option<String> {
+    matches!(call.subject, Subject::Path(_)).then(|| environment.to_owned())
 }
 
 impl SessionApprovals {
-    /// Remembers an approval rule; remembering the same rule twice keeps one copy.
-    pub fn grant(&mut self, approval_rule: &str) -> Result<(), PatternError> {
-        let pattern = RulePattern::parse(approval_rule)?;
-        if !self.patterns.contains(&pattern) {
-            self.patterns.push(pattern);
+    /// Remembers an approval rule, holding on `environment` only when given; remembering the
+    /// same rule twice keeps one copy.
+    pub fn grant(
+        &mut self,
+        approval_rule: &str,
+        environment: Option<&str>,
+    ) -> Result<(), PatternError> {
+        let entry = (
+            RulePattern::parse(approval_rule)?,
+            environment.map(str::to_owned),
+        );
+        if !self.patterns.contains(&entry) {
+            self.patterns.push(entry);
         }
         Ok(())
     }
 
-    /// The remembered rule that covers this call, if any.
-    pub fn find(&self, call: &CallFacts, ctx: MatchContext<'_>) -> Option<&RulePattern> {
-        self.patterns.iter().find(|p| p.matches(call, ctx))
+    /// The remembered rule that covers this call on `environment`, if any.
+    pub fn find(
+        &self,
+        call: &CallFacts,
+        ctx: MatchContext<'_>,
+        environment: &str,
+    ) -> Option<&RulePattern> {
+        self.patterns
+            .iter()
+            .filter(|(_, scope)| scope.as_deref().is_none_or(|s| s == environment))
+            .map(|(pattern, _)| pattern)
+            .find(|p| p.matches(call, ctx))
     }
 
     /// The remembered rules as written.
     pub fn rules(&self) -> Vec<&str> {
-        self.patterns.iter().map(RulePattern::as_str).collect()
+        self.patterns.iter().map(|(p, _)| p.as_str()).collect()
     }
 
     /// What a subagent dispatched by this agent starts with: a copy of the grants so far.
@@ -54,9 +81,15 @@ impl SessionApprovals {
                 None => None,
             };
             if let Some(rule) = rule {
+                // A path rule recorded before approvals knew environments was given here:
+                // the approval rule of a path call names the resolved, absolute path.
+                let scope = record.environment.clone().or_else(|| {
+                    rule.split_once("(/")
+                        .map(|_| crate::session::LOCAL_ENVIRONMENT.to_owned())
+                });
                 // A rule that no longer compiles (written by another version) is dropped: the
                 // user is simply asked again, which is the safe direction.
-                let _ignored = memory.grant(&rule);
+                let _ignored = memory.grant(&rule, scope.as_deref());
             }
         }
         memory
@@ -97,6 +130,7 @@ pub fn approval_record(
     ctx: &ApprovalContext<'_>,
     call: &CallFacts,
     decision: &ApprovalDecision,
+    environment: &str,
 ) -> ApprovalResult {
     let (result, rule) = match decision {
         ApprovalDecision::ApproveOnce => (json!({"decision": "approved"}), None),
@@ -119,6 +153,9 @@ pub fn approval_record(
         tool_call_id: ctx.tool_call_id.to_owned(),
         tool_name: call.tool_name.clone(),
         action: ctx.action.to_owned(),
+        environment: rule
+            .as_ref()
+            .and_then(|_| approval_scope(call, environment)),
         session_approval_rule: rule,
         result,
     }
@@ -147,6 +184,7 @@ mod tests {
             },
             call,
             decision,
+            "local",
         )
     }
 
@@ -176,11 +214,17 @@ mod tests {
 
         let memory = SessionApprovals::from_records([&once, &rec, &rejected]);
         assert_eq!(memory.rules(), vec!["Bash(npm run test)"]);
-        assert!(memory.find(&call, ctx()).is_some());
+        assert!(memory.find(&call, ctx(), "local").is_some());
+        // A command is not a path: its approval holds on every environment.
+        assert!(memory.find(&call, ctx(), "box").is_some());
         // Exact, not a prefix.
         assert!(
             memory
-                .find(&CallFacts::text("Bash", "npm run test && rm -rf /"), ctx())
+                .find(
+                    &CallFacts::text("Bash", "npm run test && rm -rf /"),
+                    ctx(),
+                    "local"
+                )
                 .is_none()
         );
         assert_eq!(memory.inherit(), memory);
@@ -195,6 +239,7 @@ mod tests {
             tool_name: tool.into(),
             action: action.into(),
             session_approval_rule: None,
+            environment: None,
             result,
         };
         let session = json!({"decision": "approved", "scope": "session"});
@@ -220,9 +265,55 @@ mod tests {
     #[test]
     fn grant_dedupes_and_rejects_bad_rules() {
         let mut m = SessionApprovals::default();
-        m.grant("TodoList").unwrap();
-        m.grant("TodoList").unwrap();
+        m.grant("TodoList", None).unwrap();
+        m.grant("TodoList", None).unwrap();
         assert_eq!(m.rules(), vec!["TodoList"]);
-        assert!(m.grant("Bash(a[").is_err());
+        assert!(m.grant("Bash(a[", None).is_err());
+    }
+
+    #[test]
+    fn a_path_approval_holds_on_the_environment_it_was_given_on_only() {
+        let dir = tempfile::tempdir().unwrap();
+        let ws = crate::permission::Workspace::new(dir.path(), &[], None);
+        let call = CallFacts::path(
+            "Write",
+            crate::permission::AccessOp::Write,
+            "notes.txt",
+            &ws,
+        );
+        let rec = record_on(&call, "box-a");
+        assert_eq!(rec.environment.as_deref(), Some("box-a"));
+        let json = serde_json::to_value(&rec).unwrap();
+        assert_eq!(json["environment"], "box-a");
+        let memory = SessionApprovals::from_records([&rec]);
+        let here = MatchContext {
+            cwd: &ws.cwd,
+            home: None,
+        };
+        assert!(memory.find(&call, here, "box-a").is_some());
+        assert!(memory.find(&call, here, "box-b").is_none());
+        assert!(memory.find(&call, here, "local").is_none());
+        // A subagent inherits the scope with the rule.
+        assert!(memory.inherit().find(&call, here, "local").is_none());
+        // A path rule journaled before approvals knew environments was given on this machine.
+        let mut legacy = rec;
+        legacy.environment = None;
+        let memory = SessionApprovals::from_records([&legacy]);
+        assert!(memory.find(&call, here, "local").is_some());
+        assert!(memory.find(&call, here, "box-a").is_none());
+    }
+
+    fn record_on(call: &CallFacts, environment: &str) -> ApprovalResult {
+        approval_record(
+            &ApprovalContext {
+                agent_id: None,
+                turn_id: None,
+                tool_call_id: "call_2",
+                action: "write file",
+            },
+            call,
+            &ApprovalDecision::ApproveForSession,
+            environment,
+        )
     }
 }

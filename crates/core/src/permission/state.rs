@@ -55,7 +55,7 @@ mod tests {
         parent.mode.plan = true;
         let call = CallFacts::text("Bash", "make test");
         assert_eq!(parent.decide(&call, &ws).verdict, Verdict::Ask);
-        parent.session.grant(&call.approval_rule).unwrap();
+        parent.session.grant(&call.approval_rule, None).unwrap();
         let child = parent.for_subagent();
         let d = child.decide(&call, &ws);
         assert_eq!(

@@ -3,12 +3,15 @@
 //! in turn), checked before anything starts, and the connect itself (blocking, so it runs off
 //! the async workers). A subagent placed elsewhere works in that environment's `defaultCwd`;
 //! its binding is journaled, so resuming it reconnects to the same target.
+//!
+//! `local` (reserved, never declared) places a subagent on this machine, in the directory the
+//! session was started in, even when the session's own tools run on a remote environment.
 
 use globset::Glob;
 use serde::Deserialize;
 
 use super::{SubagentError, SubagentHost};
-use crate::session::EnvironmentBinding;
+use crate::session::{EnvironmentBinding, LOCAL_ENVIRONMENT};
 
 /// `AgentSwarm`'s `environments`: one glob, or a list of ids and globs.
 #[derive(Debug, Clone, Deserialize)]
@@ -43,7 +46,7 @@ pub(super) fn describe(host: &SubagentHost, param: &str) -> String {
         String::new()
     } else {
         format!(
-            "\n\nDeclared execution environments (`{param}`): {}.",
+            "\n\nDeclared execution environments (`{param}`): {}; `{LOCAL_ENVIRONMENT}` is this machine (the directory the session started in).",
             ids.join(", ")
         )
     }
@@ -51,8 +54,11 @@ pub(super) fn describe(host: &SubagentHost, param: &str) -> String {
 
 /// `Agent`'s `environment`: a declared id.
 pub(super) fn check_id(host: &SubagentHost, id: &str) -> Result<String, String> {
-    let ids = declared(host)?;
     let id = id.trim();
+    if id == LOCAL_ENVIRONMENT {
+        return Ok(id.to_owned());
+    }
+    let ids = declared(host)?;
     if ids.iter().any(|known| known == id) {
         Ok(id.to_owned())
     } else {
@@ -69,7 +75,16 @@ pub(super) fn expand(
     host: &SubagentHost,
     param: &EnvironmentsParam,
 ) -> Result<Vec<String>, String> {
-    expand_ids(&declared(host)?, param)
+    let only_local = match param {
+        EnvironmentsParam::One(one) => one.trim() == LOCAL_ENVIRONMENT,
+        EnvironmentsParam::Many(many) => many.iter().all(|id| id.trim() == LOCAL_ENVIRONMENT),
+    };
+    let ids = if only_local {
+        Vec::new()
+    } else {
+        declared(host)?
+    };
+    expand_ids(&ids, param)
 }
 
 fn expand_ids(ids: &[String], param: &EnvironmentsParam) -> Result<Vec<String>, String> {
@@ -84,6 +99,13 @@ fn expand_ids(ids: &[String], param: &EnvironmentsParam) -> Result<Vec<String>, 
                 "`environments` holds an empty entry; give declared ids or globs such as \"pod-*\""
                     .to_owned(),
             );
+        }
+        if pattern == LOCAL_ENVIRONMENT {
+            // Named only, never matched by a glob: this machine is not one of the targets.
+            if !out.iter().any(|id| id == LOCAL_ENVIRONMENT) {
+                out.push(LOCAL_ENVIRONMENT.to_owned());
+            }
+            continue;
         }
         let matched: Vec<&String> = if pattern.contains(['*', '?', '[', '{']) {
             let glob = Glob::new(pattern)
@@ -113,6 +135,17 @@ pub(super) async fn bind(
     host: &SubagentHost,
     id: &str,
 ) -> Result<EnvironmentBinding, SubagentError> {
+    if id == LOCAL_ENVIRONMENT {
+        let cwd = host.session.state.cwd.clone().ok_or_else(|| {
+            SubagentError::Environment(
+                "this session has no directory on this machine, so nothing was started on `local`; use a declared environment".to_owned(),
+            )
+        })?;
+        return Ok(EnvironmentBinding {
+            environment: kimi_tools::environment::Local::shared(),
+            cwd: std::path::PathBuf::from(cwd),
+        });
+    }
     let Some(catalog) = host.environments.clone() else {
         return Err(SubagentError::Environment(format!(
             "this front end cannot connect execution environments, so nothing was started on `{id}`"
@@ -173,5 +206,22 @@ mod tests {
         );
         let empty = spread(&ids, EnvironmentsParam::Many(vec![" ".into()])).unwrap_err();
         assert!(empty.contains("empty entry"), "{empty}");
+        assert_eq!(
+            spread(
+                &ids,
+                EnvironmentsParam::Many(vec!["local".into(), "pod-*".into(), "local".into()])
+            )
+            .unwrap(),
+            ["local", "pod-0", "pod-1", "pod-2"]
+        );
+        // A glob never takes in this machine.
+        assert_eq!(
+            spread(&ids, EnvironmentsParam::One("*".into())).unwrap(),
+            ids
+        );
+        assert_eq!(
+            spread(&[], EnvironmentsParam::One("local".into())).unwrap(),
+            ["local"]
+        );
     }
 }

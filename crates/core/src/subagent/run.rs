@@ -330,9 +330,11 @@ impl SubagentHost {
         let permissions = match &worktree {
             // The workspace of an agent placed elsewhere is its directory there (paths of the
             // caller's machine mean nothing on that target).
+            // Its path approvals hold on that environment only (path approvals given on the
+            // caller's do not carry over).
             None if placed.is_some() => self
                 .permissions
-                .for_worktree(&cwd, &cwd)
+                .for_environment(&environment.info().id, &cwd)
                 .unwrap_or_else(|| self.permissions.clone()),
             None => self.permissions.clone(),
             Some(tree) => match self.permissions.for_worktree(&tree.path, &tree.cwd) {
@@ -346,7 +348,9 @@ impl SubagentHost {
         let mut prompt_env = self.prompt_env.clone();
         prompt_env.cwd.clone_from(&cwd);
         if placed.is_some() {
-            prompt_env.target = Some(environment.info().clone());
+            // Placed on `local`: this machine's prompt (its OS, shell, listing, AGENTS.md).
+            prompt_env.target =
+                (!environment.is_this_machine()).then(|| environment.info().clone());
         }
         let system_prompt = match &restored.system_prompt {
             Some(text) => text.clone(),

@@ -514,7 +514,7 @@ impl Tool for AgentSwarmTool {
                         {"type": "string"},
                         {"type": "array", "items": {"type": "string"}}
                     ],
-                    "description": "Declared execution environments to spread the items over: a list of ids and/or globs over the declared ids (\"pod-*\"). Item n runs on the n-th environment (round robin), in that environment's default directory; reports come back here. Default: every agent runs where you run. Not with isolation."
+                    "description": "Declared execution environments to spread the items over: a list of ids and/or globs over the declared ids (\"pod-*\"); `local` (named, never matched by a glob) is this machine. Item n runs on the n-th environment (round robin), in that environment's default directory; reports come back here. Default: every agent runs where you run. Not with isolation."
                 }
             },
             "required": ["description"],

@@ -300,7 +300,7 @@ impl Tool for AgentTool {
                 "model": {"type": "string", "description": "A subagent model pool alias (listed above) or \"primary\"."},
                 "fork": {"type": "boolean", "description": "Start from a copy of your conversation (your type and model). Not with resume, subagent_type or model."},
                 "isolation": isolation_schema(),
-                "environment": {"type": "string", "description": "A declared execution environment id to run the new subagent on (its tools act on that machine, in its default directory); default: where you run. Not with resume or isolation."}
+                "environment": {"type": "string", "description": "A declared execution environment id to run the new subagent on (its tools act on that machine, in its default directory), or `local` for this machine (the directory the session started in) even when you run elsewhere; default: where you run. Not with resume or isolation."}
             },
             "required": ["prompt", "description"],
             "additionalProperties": false
