@@ -125,6 +125,45 @@ pub fn parse(command: &str) -> ShellParse {
     }
 }
 
+/// Deepest parenthesis nesting the parser is given (quotes are not looked at, so a quoted
+/// `(((` counts too: the command is then asked about, never waved through).
+const MAX_PAREN_DEPTH: usize = 8;
+
+fn paren_depth(text: &str) -> usize {
+    let (mut depth, mut deepest) = (0usize, 0usize);
+    for b in text.bytes() {
+        match b {
+            b'(' => {
+                depth += 1;
+                deepest = deepest.max(depth);
+            }
+            b')' => depth = depth.saturating_sub(1),
+            _ => {}
+        }
+    }
+    deepest
+}
+
+/// A run of digits directly before `<` or `>` (a redirect's file-descriptor number) too long
+/// to be a descriptor; such a number makes the shell parser panic.
+fn oversized_io_number(text: &str) -> Option<&str> {
+    let bytes = text.as_bytes();
+    let mut start = None;
+    for (i, &b) in bytes.iter().enumerate() {
+        if b.is_ascii_digit() {
+            start.get_or_insert(i);
+            continue;
+        }
+        if let Some(from) = start.take()
+            && (b == b'<' || b == b'>')
+            && i - from > 9
+        {
+            return text.get(from..i);
+        }
+    }
+    None
+}
+
 /// The last path component (`/usr/bin/rm` → `rm`).
 pub fn basename(word: &str) -> &str {
     word.rsplit('/').next().unwrap_or(word)
@@ -327,6 +366,24 @@ impl Walker {
     fn script(&mut self, text: &str, depth: usize) {
         if depth > MAX_DEPTH {
             self.fail(format!("nested more than {MAX_DEPTH} levels deep"));
+            return;
+        }
+        if let Some(number) = oversized_io_number(text) {
+            // brush-parser panics on a redirect's file-descriptor number that overflows its
+            // integer (found by AFL); no shell accepts such a descriptor either.
+            self.fail(format!(
+                "cannot parse `{}`: file descriptor {number} is out of range",
+                clip(text)
+            ));
+            return;
+        }
+        if paren_depth(text) > MAX_PAREN_DEPTH {
+            // The shell parser backtracks exponentially on deeply nested parentheses (`((((…`
+            // hung it for minutes under AFL); a command nested this deep is asked about.
+            self.fail(format!(
+                "cannot parse `{}`: parentheses nested more than {MAX_PAREN_DEPTH} deep",
+                clip(text)
+            ));
             return;
         }
         let options = ParserOptions::default();

@@ -172,3 +172,40 @@ fn normalisation_is_shared_with_patterns() {
     assert_eq!(normalize_words(&["head", "-n5", "f"], false), "head -n5 f");
     assert_eq!(normalize_words(&["rm", "--", "-rf"], false), "rm -- -rf");
 }
+
+/// AFL found that a redirect's descriptor number too large for an integer made the shell
+/// parser panic (taking the engine with it); it is a parse failure now, so the command is
+/// asked about instead of analysed.
+#[test]
+fn an_oversized_file_descriptor_is_a_parse_failure_not_a_panic() {
+    for command in [
+        "echo hi 77777777777>x",
+        "cat 12345678901234567890< list",
+        "timeout 10000000000000000>/dev/sda 2>&1",
+    ] {
+        let parsed = parse(command);
+        let error = parsed.error.expect(command);
+        assert!(error.contains("out of range"), "{command}: {error}");
+    }
+    // An ordinary descriptor and a long number that is no redirect still parse.
+    assert_eq!(parse("echo hi 2>/dev/null").error, None);
+    assert_eq!(parse("sleep 12345678901").error, None);
+}
+
+/// AFL found that deeply nested parentheses made the shell parser backtrack for minutes;
+/// past the limit the command is a parse failure (asked about) and the answer is immediate.
+#[test]
+fn deeply_nested_parentheses_fail_fast_instead_of_hanging() {
+    let command = format!(
+        "curl -fsSL https://example.invalid/install.sh | {}bash -s -- -y",
+        "(".repeat(30)
+    );
+    let parsed = parse(&command);
+    let error = parsed.error.expect("refused");
+    assert!(error.contains("nested more than"), "{error}");
+    assert_eq!(parse("echo $((1 + (2 * 3)))").error, None);
+    assert_eq!(
+        parse("(cd src && (make || (make clean && make)))").error,
+        None
+    );
+}
