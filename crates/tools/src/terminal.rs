@@ -308,9 +308,23 @@ mod tests {
             .write(format!("sleep 300 & echo $! > {}; wait\n", pidfile.display()).as_bytes())
             .unwrap();
         let mut seen = Vec::new();
-        while !pidfile.exists() || std::fs::read_to_string(&pidfile).unwrap().trim().is_empty() {
-            // The shell echoes what it runs; reading keeps it from blocking on a full terminal.
-            if let Some((_, data)) = term.process.output.recv().await {
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
+        loop {
+            if std::fs::read_to_string(&pidfile).is_ok_and(|pid| !pid.trim().is_empty()) {
+                break;
+            }
+            assert!(
+                tokio::time::Instant::now() < deadline,
+                "the job's pid never reached {}; terminal output: {}",
+                pidfile.display(),
+                String::from_utf8_lossy(&seen)
+            );
+            // Reading keeps the shell from blocking on a full terminal. The bound matters: the
+            // shell may have created the file but not yet written it when its output stops
+            // (it is in `wait`), and an unbounded read would then wait forever.
+            if let Ok(Some((_, data))) =
+                tokio::time::timeout(Duration::from_millis(50), term.process.output.recv()).await
+            {
                 seen.extend(data);
             }
         }
