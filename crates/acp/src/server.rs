@@ -52,6 +52,8 @@ struct Outcome {
 struct Waiters {
     queued: VecDeque<oneshot::Sender<Outcome>>,
     started: HashMap<u64, oneshot::Sender<Outcome>>,
+    /// `/flow:<name>` prompts, answered when their flow finishes or stops (in start order).
+    flows: VecDeque<oneshot::Sender<Outcome>>,
     /// `/rewind` prompts waiting for the engine's report (or its error).
     rewinds: VecDeque<oneshot::Sender<Result<kimi_protocol::checkpoint::RewindReport, String>>>,
 }
@@ -171,6 +173,10 @@ async fn pump(
     // engine announces a call, then asks (the next events are the approval phase and the
     // request) or runs it (any other event).
     let mut unsettled: Option<String> = None;
+    // A flow's last update comes before the end of the turn it stopped on; the prompt is
+    // answered at that end, with its reason.
+    let mut in_turn = false;
+    let mut flow_end: Option<kimi_protocol::flow::FlowUpdate> = None;
     while let Some(event) = events.recv().await {
         if let Some(call) = unsettled.take() {
             match &event {
@@ -187,6 +193,7 @@ async fn pump(
         }
         match event {
             Event::TurnStarted { turn_id } => {
+                in_turn = true;
                 let mut waiters = live.waiters();
                 if let Some(waiter) = waiters.queued.pop_front() {
                     waiters.started.insert(turn_id, waiter);
@@ -197,8 +204,29 @@ async fn pump(
                 reason,
                 error,
             } => {
+                in_turn = false;
+                if let Some(end) = flow_end.take()
+                    && let Some(waiter) = live.waiters().flows.pop_front()
+                {
+                    let _ = waiter.send(flow_outcome(&end, reason));
+                }
                 if let Some(waiter) = live.waiters().started.remove(&turn_id) {
                     let _ = waiter.send(Outcome { reason, error });
+                }
+            }
+            Event::FlowUpdated { update } => {
+                // The node prompts are the engine's: the editor sees where the flow is.
+                notify(
+                    &cx,
+                    &session_id,
+                    convert::agent_text(&format!("\n\n_{}_\n\n", update.describe())),
+                );
+                if update.state.is_over() {
+                    if in_turn {
+                        flow_end = Some(update);
+                    } else if let Some(waiter) = live.waiters().flows.pop_front() {
+                        let _ = waiter.send(flow_outcome(&update, TurnEndReason::Completed));
+                    }
                 }
             }
             Event::AssistantDelta { text } => notify(&cx, &session_id, convert::agent_text(&text)),
@@ -553,6 +581,25 @@ fn set_option(
     Ok(crate::config::options(&live.handle, Some((id, value))).unwrap_or_default())
 }
 
+/// A finished flow ends its prompt's turn; a stopped one fails it with the reason (or is
+/// cancelled, when the turn it stopped on was).
+fn flow_outcome(end: &kimi_protocol::flow::FlowUpdate, last_turn: TurnEndReason) -> Outcome {
+    match &end.state {
+        kimi_protocol::flow::FlowState::Finished => Outcome {
+            reason: TurnEndReason::Completed,
+            error: None,
+        },
+        _ if last_turn == TurnEndReason::Cancelled => Outcome {
+            reason: TurnEndReason::Cancelled,
+            error: None,
+        },
+        _ => Outcome {
+            reason: TurnEndReason::Failed,
+            error: Some(end.describe()),
+        },
+    }
+}
+
 fn stop_reason(
     outcome: Result<Outcome, oneshot::error::RecvError>,
 ) -> Result<StopReason, AcpError> {
@@ -686,7 +733,11 @@ fn prompt(
         }
     };
     let (tx, rx) = oneshot::channel();
-    live.waiters().queued.push_back(tx);
+    if matches!(submit, Op::Flow { .. }) {
+        live.waiters().flows.push_back(tx);
+    } else {
+        live.waiters().queued.push_back(tx);
+    }
     live.handle.send(submit);
     cx.spawn(async move {
         match stop_reason(rx.await) {

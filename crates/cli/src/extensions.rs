@@ -141,6 +141,7 @@ impl Extensions {
         let (skills, skill_warnings) =
             kimi_skills::discover(&skill_options(home, cwd, skills_dirs, settings, &plugins));
         warnings.extend(skill_warnings);
+        warnings.extend(flow_warnings(&skills));
         let parts = plugin_parts(&plugins, home, &mut warnings);
         let mut config = kimi_mcp::load_config(home, cwd, trusted);
         if let Some(servers) = session_servers {
@@ -234,6 +235,7 @@ impl Extensions {
         let (skills, skill_warnings) =
             kimi_skills::discover(&skill_options(home, cwd, skills_dirs, config, &plugins));
         warnings.extend(skill_warnings);
+        warnings.extend(flow_warnings(&skills));
         let parts = plugin_parts(&plugins, home, &mut warnings);
         Extensions {
             skills: Arc::new(skills),
@@ -298,11 +300,23 @@ impl Extensions {
                 },
                 description: s.description.clone(),
             })
+            .chain(self.flow_skills().map(|s| kimi_tui::SkillEntry {
+                command: format!("flow:{}", s.name),
+                description: s.description.clone(),
+            }))
             .chain(self.plugin_commands.iter().map(|c| kimi_tui::SkillEntry {
                 command: c.slash_name(),
                 description: c.description.clone(),
             }))
             .collect()
+    }
+
+    /// The `type: flow` skills, which `/flow:<name>` walks.
+    fn flow_skills(&self) -> impl Iterator<Item = &kimi_skills::Skill> {
+        self.skills
+            .list()
+            .into_iter()
+            .filter(|s| s.kind() == kimi_skills::SkillType::Flow)
     }
 
     /// The MCP servers' status (`Op::McpStatus`).
@@ -342,6 +356,10 @@ impl Extensions {
             .iter()
             .filter(|s| s.kind().is_user_activatable())
             .map(|s| (format!("skill:{}", s.name), s.description.clone()))
+            .chain(
+                self.flow_skills()
+                    .map(|s| (format!("flow:{}", s.name), s.description.clone())),
+            )
             .chain(
                 self.plugin_commands
                     .iter()
@@ -470,11 +488,32 @@ impl McpReporter {
     }
 }
 
+/// Flow skills whose chart `/flow:<name>` could not walk: said at start-up, not at first use.
+fn flow_warnings(skills: &SkillCatalog) -> Vec<String> {
+    skills
+        .list()
+        .into_iter()
+        .filter(|s| s.kind() == kimi_skills::SkillType::Flow)
+        .filter_map(|s| {
+            s.flow().err().map(|err| {
+                format!(
+                    "flow skill {} ({}): /flow:{} cannot run: {err}; /skill:{} still sends it as one prompt",
+                    s.name,
+                    s.path.display(),
+                    s.name,
+                    s.name
+                )
+            })
+        })
+        .collect()
+}
+
 /// A prompt that is a skill command (`/skill:name args`, `/name args`) becomes the skill's
 /// expanded text with a `skill_activation` origin; a prompt mentioning skills inline (several
 /// at once, see [`kimi_skills::parse_inline`]) gets their loaded blocks as its first parts,
 /// with a `user` origin listing the activations. Attachments after the text stay.
-/// Anything else is returned unchanged. A flow skill cannot run yet: its refusal is the error.
+/// `/flow:<name>` becomes `Op::Flow` with the skill's chart (or the error saying why it cannot
+/// run). Anything else is returned unchanged.
 pub fn expand_skill_command(op: Op, skills: &SkillCatalog, session_id: &str) -> Result<Op, String> {
     let Op::Submit {
         input,
@@ -507,15 +546,24 @@ pub fn expand_skill_command(op: Op, skills: &SkillCatalog, session_id: &str) -> 
             prompt_id: prompt_id.clone(),
         });
     }
+    if let Some(flow) = kimi_skills::parse_flow_command(text, skills) {
+        if !attachments.is_empty() {
+            return Err(
+                "/flow:<name> takes no attachments; send them in a prompt of their own".to_owned(),
+            );
+        }
+        let flow = flow?;
+        return Ok(Op::Flow {
+            name: flow.skill_name,
+            graph: flow.graph,
+            prompt_id: prompt_id.clone(),
+        });
+    }
+    // A flow skill started with `/skill:<name>` (or `/<name>`) is one prompt, its chart
+    // included, as in the reference; `/flow:<name>` walks the chart node by node.
     let Some(slash) = kimi_skills::parse_slash(text, skills, session_id) else {
         return Ok(op);
     };
-    if slash.activation.skill_type.as_deref() == Some("flow") {
-        return Err(format!(
-            "/{} is a flow skill; flow skills cannot run in kimi-rs yet",
-            slash.command
-        ));
-    }
     Ok(Op::Submit {
         input: with_attachments(slash.text),
         origin: Some(slash.activation.to_origin()),

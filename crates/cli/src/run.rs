@@ -230,6 +230,10 @@ pub async fn drive_turn(
     submit: Op,
 ) -> anyhow::Result<(TurnEndReason, Option<String>)> {
     let handle = opened.agent.handle.clone();
+    // A flow runs one turn per node: the run ends with its last update, not its first turn.
+    let flow = matches!(submit, Op::Flow { .. });
+    let mut flow_end: Option<kimi_protocol::flow::FlowUpdate> = None;
+    let mut in_turn = false;
     if !handle.send(submit) {
         return Err(anyhow!("the agent stopped before the prompt could be sent"));
     }
@@ -257,7 +261,26 @@ pub async fn drive_turn(
             writer.discard_assistant();
         }
         writer.event(&event)?;
+        match &event {
+            Event::TurnStarted { .. } => in_turn = true,
+            Event::FlowUpdated { update } if flow && update.state.is_over() => {
+                flow_end = Some(update.clone());
+                if !in_turn {
+                    // Refused before any turn ran.
+                    return Ok(flow_outcome(update, TurnEndReason::Completed));
+                }
+            }
+            _ => {}
+        }
         if let Event::TurnEnded { reason, error, .. } = event {
+            in_turn = false;
+            if flow {
+                match &flow_end {
+                    Some(end) => return Ok(flow_outcome(end, reason)),
+                    // The flow queued its next node before this turn's end was announced.
+                    None => continue,
+                }
+            }
             // Background work the turn started is waited for: each task that finishes starts
             // a turn of its own (the reference's default `steer` print_background_mode), and
             // the run ends when nothing is left.
@@ -266,6 +289,19 @@ pub async fn drive_turn(
             }
             return Ok((reason, error));
         }
+    }
+}
+
+/// How a print run of a flow ended: `finished` is success; `stopped` fails with its reason
+/// (cancelled when the turn it stopped on was).
+fn flow_outcome(
+    end: &kimi_protocol::flow::FlowUpdate,
+    last_turn: TurnEndReason,
+) -> (TurnEndReason, Option<String>) {
+    match &end.state {
+        kimi_protocol::flow::FlowState::Finished => (TurnEndReason::Completed, None),
+        _ if last_turn == TurnEndReason::Cancelled => (TurnEndReason::Cancelled, None),
+        _ => (TurnEndReason::Failed, Some(end.describe())),
     }
 }
 

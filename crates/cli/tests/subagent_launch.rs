@@ -288,7 +288,14 @@ fn worktree_isolated_agents_edit_the_same_file_apart() {
         .map(|b| git(&cwd, &["show", &format!("{b}:shared.txt")]))
         .collect();
     contents.sort();
-    assert_eq!(contents, ["base\nalpha\n", "base\nbeta\n"]);
+    // On failure, the swarm's report and stderr say what happened to the worktree commits.
+    let report = tool_result(&requests.last().unwrap().body, "call_swarm");
+    assert_eq!(
+        contents,
+        ["base\nalpha\n", "base\nbeta\n"],
+        "{report}\n{}",
+        run.stderr
+    );
     for branch in &branches {
         let subject = git(&cwd, &["log", "-1", "--format=%s", branch]);
         assert!(subject.starts_with("agent-"), "{subject}");
@@ -297,7 +304,6 @@ fn worktree_isolated_agents_edit_the_same_file_apart() {
             "1"
         );
     }
-    let report = tool_result(&requests.last().unwrap().body, "call_swarm");
     for branch in &branches {
         assert!(
             report.contains(&format!("worktree_branch: {branch}")),

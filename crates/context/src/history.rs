@@ -305,7 +305,8 @@ impl History {
             | RecordPayload::TodoSet(_)
             | RecordPayload::CheckpointStep(_)
             | RecordPayload::CheckpointRewind(_)
-            | RecordPayload::ModelSet(_) => return RecordOutcome::Ignored,
+            | RecordPayload::ModelSet(_)
+            | RecordPayload::FlowUpdate(_) => return RecordOutcome::Ignored,
         };
         if let Some(owner) = foreign {
             return RecordOutcome::Skipped(SkipReason::OtherAgent(owner));

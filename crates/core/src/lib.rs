@@ -5,6 +5,7 @@
 pub mod checkpoint;
 pub mod cron;
 pub mod engine;
+pub mod flow;
 pub mod goal;
 pub mod hooks;
 pub mod host;

@@ -6,6 +6,7 @@
 //! because a journal written by another version must never be lost over a spelling.
 
 pub mod checkpoint;
+pub mod flow;
 mod goal_record;
 pub mod host;
 pub mod loop_event;

@@ -147,6 +147,16 @@ pub enum Op {
     Goal {
         action: GoalAction,
     },
+    /// Walk a flow skill's chart (`/flow:<name>`): each node's prompt is a turn; a decision's
+    /// reply picks the next node with `<choice>`. The first prompt queues like a submitted
+    /// one (`prompt_id` as in `Submit`). Progress is `Event::FlowUpdated`; every run ends
+    /// with a `finished` or `stopped` update (a refusal, while another flow runs, too).
+    Flow {
+        name: String,
+        graph: crate::flow::FlowGraph,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        prompt_id: Option<String>,
+    },
     Shutdown,
 
     // ---- Host ops: answered by the session host (`kimi_core::host::SessionHost`), not the
@@ -459,6 +469,10 @@ pub enum Event {
         /// The model's context window in tokens (0 = unknown).
         context_window: u64,
     },
+    /// A flow run (`Op::Flow`) moved: started, entered a node, asked again, finished or
+    /// stopped. Journaled as `flow.update` before it is sent.
+    #[serde(rename = "flow.updated")]
+    FlowUpdated { update: crate::flow::FlowUpdate },
     /// The answer to `Op::Btw`, or why there is none (`error`).
     #[serde(rename = "btw.answered")]
     BtwAnswered {

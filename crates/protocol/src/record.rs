@@ -13,6 +13,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 pub use crate::checkpoint::{CheckpointRewind, CheckpointStep};
+pub use crate::flow::FlowUpdate;
 pub use crate::goal_record::{GoalClear, GoalCreate, GoalUpdate};
 pub use crate::own_record::{
     CronAdd, CronCursor, CronDelete, CronJob, EnvironmentBind, ModelSet, PlanModeRecord,
@@ -158,6 +159,8 @@ pub enum RecordPayload {
     CheckpointRewind(CheckpointRewind),
     #[serde(rename = "model.set")]
     ModelSet(ModelSet),
+    #[serde(rename = "flow.update")]
+    FlowUpdate(FlowUpdate),
     /// Any record this version does not type, kept verbatim (including its `type`, without `time`).
     #[serde(skip)]
     Other(Map<String, Value>),
@@ -216,6 +219,7 @@ pub(crate) const TYPED: &[&str] = &[
     "checkpoint.step",
     "checkpoint.rewind",
     "model.set",
+    "flow.update",
 ];
 
 impl RecordPayload {
@@ -253,7 +257,8 @@ impl RecordPayload {
             | RecordPayload::TodoSet(_)
             | RecordPayload::CheckpointStep(_)
             | RecordPayload::CheckpointRewind(_)
-            | RecordPayload::ModelSet(_) => return None,
+            | RecordPayload::ModelSet(_)
+            | RecordPayload::FlowUpdate(_) => return None,
             RecordPayload::AppendMessage(r) => &r.agent_id,
             RecordPayload::AppendLoopEvent(r) => &r.agent_id,
             RecordPayload::ApplyCompaction(r) => &r.agent_id,
@@ -304,7 +309,8 @@ impl RecordPayload {
             | RecordPayload::TodoSet(_)
             | RecordPayload::CheckpointStep(_)
             | RecordPayload::CheckpointRewind(_)
-            | RecordPayload::ModelSet(_) => return None,
+            | RecordPayload::ModelSet(_)
+            | RecordPayload::FlowUpdate(_) => return None,
             RecordPayload::AppendMessage(r) => &mut r.agent_id,
             RecordPayload::AppendLoopEvent(r) => &mut r.agent_id,
             RecordPayload::ApplyCompaction(r) => &mut r.agent_id,
@@ -401,6 +407,7 @@ impl Record {
             RecordPayload::CheckpointStep(_) => "checkpoint.step",
             RecordPayload::CheckpointRewind(_) => "checkpoint.rewind",
             RecordPayload::ModelSet(_) => "model.set",
+            RecordPayload::FlowUpdate(_) => "flow.update",
         }
     }
 
@@ -521,6 +528,7 @@ fn decode_payload(
         "checkpoint.step" => direct!(CheckpointStep),
         "checkpoint.rewind" => direct!(CheckpointRewind),
         "model.set" => direct!(ModelSet),
+        "flow.update" => direct!(FlowUpdate),
         _ => serde_json::from_value(Value::Object(map)),
     }
 }

@@ -142,6 +142,7 @@ impl Record {
             "checkpoint.step" => CheckpointStep,
             "checkpoint.rewind" => CheckpointRewind,
             "model.set" => ModelSet,
+            "flow.update" => FlowUpdate,
         }?;
         Some(Record { payload, time })
     }

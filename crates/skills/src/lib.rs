@@ -7,6 +7,7 @@
 //! 3. [`parse_slash`] turns `/skill:<name> args` / `/<name> args` into the user message and
 //!    its `skill_activation` origin ([`SkillActivation::to_origin`]).
 //!    [`parse_inline`] does the same for skills mentioned inside a prompt (several at once).
+//!    A `type: flow` skill's chart is [`Skill::flow`]; `/flow:<name>` is [`parse_flow_command`].
 //! 4. Register [`SkillTool`]; give it a [`SkillDelivery`] so loaded skills are steered into
 //!    the turn as user messages.
 
@@ -15,6 +16,7 @@ mod builtin;
 mod catalog;
 mod discover;
 mod expand;
+pub mod flow;
 mod inline;
 mod prompt;
 mod skill;
@@ -29,5 +31,5 @@ pub use expand::{expand_body, tokenize_args};
 pub use inline::{InlineSkills, parse_inline, skill_tokens};
 pub use prompt::SkillTrigger;
 pub use skill::{PluginSkill, Skill, SkillParseError, SkillSource, SkillType};
-pub use slash::{SlashSkill, parse_slash};
+pub use slash::{FlowCommand, SlashSkill, parse_flow_command, parse_slash};
 pub use tool::{MAX_SKILL_QUERY_DEPTH, SkillDelivery, SkillSteer, SkillTool};

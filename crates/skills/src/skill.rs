@@ -146,6 +146,17 @@ impl Skill {
         self.skill_type.unwrap_or(SkillType::Prompt)
     }
 
+    /// The chart `/flow:<name>` walks: the body's mermaid block, else its d2 block.
+    pub fn flow(&self) -> Result<kimi_protocol::flow::FlowGraph, crate::flow::FlowError> {
+        match (&self.mermaid, &self.d2) {
+            (Some(chart), _) => crate::flow::parse_mermaid(chart),
+            (None, Some(chart)) => crate::flow::parse_d2(chart),
+            (None, None) => Err(crate::flow::FlowError::Invalid(
+                "its body has no ```mermaid or ```d2 flowchart block".to_owned(),
+            )),
+        }
+    }
+
     /// Whether the model may load this skill with the Skill tool.
     pub fn model_invocable(&self) -> bool {
         !self.disable_model_invocation && self.kind().is_inline()

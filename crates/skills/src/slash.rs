@@ -50,3 +50,67 @@ pub fn parse_slash(input: &str, catalog: &SkillCatalog, session_id: &str) -> Opt
         activation: SkillActivation::new(skill, args, SkillTrigger::UserSlash),
     })
 }
+
+/// `/flow:<name>`: a flow skill's chart, ready to walk.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FlowCommand {
+    pub skill_name: String,
+    pub graph: kimi_protocol::flow::FlowGraph,
+}
+
+/// Parse `input` as `/flow:<name>`. `None` when it is not that command; `Some(Err)` says why
+/// the named skill cannot run as a flow (unknown, not `type: flow`, arguments given, or a
+/// chart that cannot be walked — with its line).
+pub fn parse_flow_command(
+    input: &str,
+    catalog: &SkillCatalog,
+) -> Option<Result<FlowCommand, String>> {
+    let line = input.trim().strip_prefix("/flow:")?;
+    let (name, args) = match line.find(char::is_whitespace) {
+        Some(at) => (&line[..at], line[at..].trim()),
+        None => (line, ""),
+    };
+    let Some(skill) = catalog.get(name) else {
+        let flows: Vec<&str> = catalog
+            .list()
+            .into_iter()
+            .filter(|s| s.kind() == crate::SkillType::Flow)
+            .map(|s| s.name.as_str())
+            .collect();
+        let known = if flows.is_empty() {
+            "no flow skills are installed (a flow skill is a SKILL.md with `type: flow` and a mermaid or d2 chart)".to_owned()
+        } else {
+            format!("flow skills: {}", flows.join(", "))
+        };
+        return Some(Err(format!(
+            "/flow:{name}: no skill named \"{name}\"; {known}"
+        )));
+    };
+    if skill.kind() != crate::SkillType::Flow {
+        return Some(Err(format!(
+            "/flow:{name}: \"{}\" is a {} skill, not a flow; run it with /skill:{}",
+            skill.name,
+            skill.kind().as_str(),
+            skill.name
+        )));
+    }
+    if !args.is_empty() {
+        return Some(Err(format!(
+            "/flow:{name} takes no arguments (the chart's nodes are the prompts); run it as /flow:{name}"
+        )));
+    }
+    Some(
+        skill
+            .flow()
+            .map(|graph| FlowCommand {
+                skill_name: skill.name.clone(),
+                graph,
+            })
+            .map_err(|err| {
+                format!(
+                    "/flow:{name}: the chart in {} cannot run: {err}",
+                    skill.path.display()
+                )
+            }),
+    )
+}

@@ -803,6 +803,13 @@ impl App {
                 self.push(CellKind::Mcp(status));
             }
             Event::GoalUpdated { goal, change } => self.goal_updated(goal, change),
+            Event::FlowUpdated { update } => {
+                let level = match update.state {
+                    kimi_protocol::flow::FlowState::Stopped { .. } => NoticeLevel::Warning,
+                    _ => NoticeLevel::Info,
+                };
+                self.notice(level, update.describe());
+            }
             Event::GoalQueue { goals } => self.goal_queue_listed(goals),
             Event::ModelChanged {
                 alias,

@@ -205,6 +205,10 @@ pub fn convert(event: &Event) -> Option<(&'static str, Value, bool)> {
         Event::ModelChanged { .. } => durable("model.changed", payload_of(event)),
         Event::BtwAnswered { .. } => volatile("btw.answered", payload_of(event)),
         Event::GoalUpdated { .. } => durable("goal.updated", payload_of(event)),
+        Event::FlowUpdated { update } => durable(
+            "flow.updated",
+            json!({"update": update, "text": update.describe()}),
+        ),
         Event::GoalQueue { .. } => volatile("goal.queue", payload_of(event)),
         Event::TodosUpdated { .. } => durable("todo.updated", payload_of(event)),
         // Answers to host ops, which this server's clients do not send (sessions are listed

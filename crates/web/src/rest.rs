@@ -400,6 +400,17 @@ pub async fn submit_prompt(
             },
         )
         .map_err(|err| ApiError::validation(err.to_string()))?;
+    if let Op::Flow { name, .. } = &op
+        && let Some(active) = live.handle.runtime().shared().flow.as_ref()
+    {
+        return Err(ApiError::new(
+            code::CONTEXT_BUSY,
+            format!(
+                "flow {} is still running (at {}); wait for it to finish or abort it, then start /flow:{name} again",
+                active.name, active.node
+            ),
+        ));
+    }
     let running = live.busy();
     if let Some(mode) = body.permission_mode {
         live.handle.send(Op::SetPermissionMode { mode });

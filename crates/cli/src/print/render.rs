@@ -183,6 +183,8 @@ impl<O: Write, E: Write> TurnWriter for TextWriter<O, E> {
             }
             Event::Warning { message } => writeln!(self.stderr, "warning: {message}"),
             Event::Error { message } => writeln!(self.stderr, "error: {message}"),
+            // Flow progress is a notice too: stderr.
+            Event::FlowUpdated { update } => writeln!(self.stderr, "{}", update.describe()),
             // Goal progress is a notice, like the resume hint: stderr.
             Event::GoalUpdated {
                 goal,
@@ -419,6 +421,10 @@ impl<O: Write> TurnWriter for JsonWriter<O> {
                 self.line(&line)
             }
             Event::StepCompleted { .. } => self.flush_assistant(),
+            Event::FlowUpdated { update } => {
+                self.flush_assistant()?;
+                self.line(&json!({"role": "meta", "type": "flow.updated", "update": update}))
+            }
             Event::GoalUpdated { goal, change } => {
                 self.flush_assistant()?;
                 let mut line = json!({"role": "meta", "type": "goal.updated", "goal": goal});

@@ -73,6 +73,8 @@ pub fn spawn_linked(
     // Answers journaled before a crash reach their calls now, before anything else runs.
     let settled = rt.log().take_settled();
     rt.commit(settled);
+    let flow = rt.log().take_flow();
+    crate::flow::report_interrupted(&rt, flow.as_ref());
     {
         let mut shared = rt.shared();
         for q in queued {
@@ -205,6 +207,11 @@ async fn dispatch(rt: Arc<Runtime>, mut ops: mpsc::UnboundedReceiver<Op>) {
                     submit(&runtime, vec![ContentPart::text(text)], Origin::user(), None);
                 });
             }
+            Op::Flow {
+                name,
+                graph,
+                prompt_id,
+            } => crate::flow::start(&rt, name, graph, prompt_id),
             Op::SetModel { alias } => super::model::set_model(&rt, &alias),
             Op::SetEffort { effort } => super::model::set_effort(&rt, &effort),
             Op::Btw { question } => super::btw::spawn(&rt, question),
@@ -336,7 +343,14 @@ fn cancel(rt: &Runtime, queued: bool) {
             })
             .collect();
         shared.machine.queued = 0;
+        // A flow whose next prompt was dropped cannot go on.
+        let flow = shared
+            .flow
+            .take_if(|flow| dropped.contains(&flow.prompt_id));
         drop(shared);
+        if let Some(flow) = flow {
+            crate::flow::cancelled(rt, &flow);
+        }
         let records = dropped
             .iter()
             .map(|id| rec::prompt(kimi_protocol::record::PromptKind::Aborted, id, None))

@@ -90,6 +90,8 @@ pub struct AgentLog {
     /// Results for unanswered calls whose answer the journal has (`settle`), committed when
     /// the agent starts.
     settled: Vec<RecordPayload>,
+    /// The last `flow.update`, taken by the starting agent to report a flow cut off mid-run.
+    flow: Option<kimi_protocol::flow::FlowUpdate>,
 }
 
 impl std::fmt::Debug for AgentLog {
@@ -168,6 +170,14 @@ impl AgentLog {
             })
             .collect();
         let model = fold_model_sets(input.all.iter().map(|r| &r.record.payload));
+        let flow = input
+            .all
+            .iter()
+            .rev()
+            .find_map(|r| match &r.record.payload {
+                RecordPayload::FlowUpdate(update) => Some(update.clone()),
+                _ => None,
+            });
         let answered =
             super::settle::Answered::collect(input.all.iter().map(|r| &r.record.payload));
         let mut history = History::new(HistoryConfig::default());
@@ -185,6 +195,7 @@ impl AgentLog {
                 plan: plan.clone(),
                 todos: todos.clone(),
                 settled,
+                flow,
             },
             Restored {
                 report,
@@ -209,6 +220,11 @@ impl AgentLog {
     /// starting agent commits them, once.
     pub fn take_settled(&mut self) -> Vec<RecordPayload> {
         std::mem::take(&mut self.settled)
+    }
+
+    /// The journal's last `flow.update` (see `crate::flow::report_interrupted`); once.
+    pub fn take_flow(&mut self) -> Option<kimi_protocol::flow::FlowUpdate> {
+        self.flow.take()
     }
 
     pub fn agent_id(&self) -> &str {

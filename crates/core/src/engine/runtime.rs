@@ -187,6 +187,8 @@ pub struct Shared {
     /// Why the running turn's provider request failed, worded as the reason its goal is
     /// paused with (rate limit, connection, authentication, API error, safety filter).
     pub goal_failure: Option<String>,
+    /// The flow being walked (`/flow:<name>`), see `crate::flow`.
+    pub flow: Option<crate::flow::ActiveFlow>,
     /// The session-title request in flight (see `engine::title`), awaited before the agent
     /// stops so a short run keeps its title.
     pub title_task: Option<tokio::task::JoinHandle<()>>,

@@ -159,6 +159,12 @@ pub async fn run_turn(rt: &Arc<Runtime>, prompt: Pending, cancel: CancellationTo
         rt.emit(Event::TurnStarted { turn_id });
         crate::goal::engine::turn_started(rt, turn_id);
         crate::goal::engine::turn_ended(rt, turn_id, TurnEndReason::Blocked, Some(reason.as_str()));
+        crate::flow::turn_ended(
+            rt,
+            &prompt.prompt_id,
+            TurnEndReason::Blocked,
+            Some(reason.as_str()),
+        );
         set_phase(rt, TurnPhase::Failed);
         {
             let mut shared = rt.shared();
@@ -357,6 +363,7 @@ pub async fn run_turn(rt: &Arc<Runtime>, prompt: Pending, cancel: CancellationTo
         requeue_late_steers(&mut shared);
     }
     crate::goal::engine::turn_ended(rt, turn_id, reason, error.as_deref());
+    crate::flow::turn_ended(rt, &prompt.prompt_id, reason, error.as_deref());
     if let Some(message) = &error {
         rt.emit(Event::Error {
             message: message.clone(),

@@ -584,6 +584,7 @@
       case "compaction.completed": say("notice", "Context compacted."); scheduleStatus(); break;
       case "context.undone": open(current); break;
       case "goal.updated": scheduleStatus(); break;
+      case "flow.updated": say(p.update.state.kind === "stopped" ? "warning" : "notice", p.text); break;
       case "swarm_mode.updated": scheduleStatus(); break;
       case "turn.ended":
         endStream();
