@@ -1,6 +1,7 @@
 //! Fuzz targets for every parser kimi-rs feeds untrusted bytes: the SSE parser and each wire
 //! decoder, journal lines and repair, `config.toml`, `mcp.json`, tool arguments and preflight,
-//! cron expressions, the web API's request bodies and the shell command parser.
+//! cron expressions, the web API's request bodies, the shell command parser and flow skills'
+//! mermaid/d2 charts.
 //!
 //! Each target is a `fn(&[u8])` in [`targets`] that must return for every input without
 //! panicking or hanging; a broken invariant is a panic. `src/bin/<target>.rs` wraps one in
@@ -30,6 +31,7 @@ pub const TARGETS: &[Target] = &[
     ("cron", targets::cron),
     ("web_body", targets::web_body),
     ("shell", targets::shell),
+    ("flow_chart", targets::flow_chart),
 ];
 
 /// Runs `target` on stdin (normal build) or under AFL++'s persistent loop (`afl` feature).

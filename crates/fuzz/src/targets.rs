@@ -358,3 +358,48 @@ pub fn shell(data: &[u8]) {
     let _ = danger_labels(&text);
     let _ = danger_summary(&text);
 }
+
+/// Flow skills' charts, read as mermaid and as d2: a chart either fails with an error or is a
+/// graph a walk can follow — its BEGIN and END exist, every edge joins known nodes, and every
+/// decision's labels lead where their edges go.
+pub fn flow_chart(data: &[u8]) {
+    use kimi_protocol::flow::{FlowGraph, FlowNodeKind};
+
+    fn check(graph: &FlowGraph) {
+        let known = |id: &str| graph.node(id).is_some();
+        assert!(known(&graph.begin) && known(&graph.end), "{graph:?}");
+        let mut ids: Vec<&str> = graph.nodes.iter().map(|n| n.id.as_str()).collect();
+        ids.sort_unstable();
+        ids.dedup();
+        assert_eq!(ids.len(), graph.nodes.len(), "node ids repeat: {graph:?}");
+        for edge in &graph.edges {
+            assert!(
+                known(&edge.from) && known(&edge.to),
+                "{edge:?} in {graph:?}"
+            );
+        }
+        for node in graph
+            .nodes
+            .iter()
+            .filter(|n| n.kind == FlowNodeKind::Decision)
+        {
+            for edge in graph.outgoing(&node.id) {
+                let label = edge.label.as_deref().unwrap_or_default();
+                assert_eq!(
+                    graph.follow(&node.id, label),
+                    Some(edge.to.as_str()),
+                    "{graph:?}"
+                );
+            }
+        }
+    }
+
+    let text = text(data);
+    let parsed = [
+        kimi_skills::flow::parse_mermaid(&text),
+        kimi_skills::flow::parse_d2(&text),
+    ];
+    for graph in parsed.iter().flatten() {
+        check(graph);
+    }
+}
