@@ -31,6 +31,9 @@ pub struct FsCapabilities {
     pub write: bool,
     /// `clientCapabilities.terminal`: shell commands run in the editor's terminals.
     pub terminal: bool,
+    /// `clientCapabilities.session.notices`: the editor shows `notice` updates (kept here
+    /// with the other capabilities the client announced; not a file capability).
+    pub notices: bool,
 }
 
 impl FsCapabilities {

@@ -15,6 +15,7 @@
 mod config;
 mod convert;
 mod editor_fs;
+mod pump;
 mod question;
 mod rewind;
 mod server;

@@ -5,83 +5,64 @@
 //! editor inside a handler: a prompt's response is sent from a task spawned on the connection
 //! once its turn ends, and approvals are asked from tokio tasks.
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, PoisonError};
 
 use agent_client_protocol::v1::ConnectionTo;
-use agent_client_protocol::v1::schema::SessionUpdate;
 use agent_client_protocol::v1::schema::{
     AgentAuthCapabilities, AgentCapabilities, AuthMethod, AuthMethodTerminal, AuthenticateRequest,
     AuthenticateResponse, CancelNotification, CloseSessionRequest, CloseSessionResponse,
-    ConfigOptionUpdate, ContentBlock, CurrentModeUpdate, DeleteSessionRequest,
-    DeleteSessionResponse, ForkSessionRequest, ForkSessionResponse, Implementation,
-    InitializeRequest, InitializeResponse, ListSessionsRequest, ListSessionsResponse,
-    LoadSessionRequest, LoadSessionResponse, LogoutCapabilities, LogoutRequest, LogoutResponse,
-    McpCapabilities, NewSessionRequest, NewSessionResponse, PromptCapabilities, PromptRequest,
-    PromptResponse, RequestPermissionOutcome, RequestPermissionRequest, ResumeSessionRequest,
-    ResumeSessionResponse, SessionCapabilities, SessionCloseCapabilities, SessionConfigOption,
-    SessionDeleteCapabilities, SessionForkCapabilities, SessionInfo, SessionListCapabilities,
-    SessionNotification, SessionResumeCapabilities, SetSessionConfigOptionRequest,
-    SetSessionConfigOptionResponse, SetSessionModeRequest, SetSessionModeResponse, StopReason,
-    TextContent, ToolCallContent, ToolCallStatus, ToolCallUpdate, ToolCallUpdateFields,
+    DeleteSessionRequest, DeleteSessionResponse, ForkSessionRequest, ForkSessionResponse,
+    Implementation, InitializeRequest, InitializeResponse, ListSessionsRequest,
+    ListSessionsResponse, LoadSessionRequest, LoadSessionResponse, LogoutCapabilities,
+    LogoutRequest, LogoutResponse, McpCapabilities, NewSessionRequest, NewSessionResponse,
+    PromptCapabilities, PromptRequest, PromptResponse, ResumeSessionRequest, ResumeSessionResponse,
+    SessionCapabilities, SessionCloseCapabilities, SessionConfigOption, SessionDeleteCapabilities,
+    SessionForkCapabilities, SessionInfo, SessionListCapabilities, SessionResumeCapabilities,
+    SetSessionConfigOptionRequest, SetSessionConfigOptionResponse, SetSessionModeRequest,
+    SetSessionModeResponse, StopReason,
 };
 use agent_client_protocol::{Agent, ByteStreams, Client, Error as AcpError};
 use kimi_core::engine::agent::AgentHandle;
 use kimi_core::session::{OpenedSession, Resume};
-use kimi_protocol::ops::{
-    AgentStatus, ApprovalDecision, ApprovalRequest, Event, Op, TurnEndReason,
-};
-use tokio::sync::{mpsc, oneshot};
+use kimi_protocol::ops::{Op, TurnEndReason};
+use tokio::sync::oneshot;
 use tokio_util::compat::{TokioAsyncReadCompatExt, TokioAsyncWriteCompatExt};
 
 use crate::config::{SetSessionModelRequest, SetSessionModelResponse};
 use crate::convert;
 use crate::editor_fs::{EditorFs, FsCapabilities};
+use crate::pump::{Outcome, Waiters, notify, pump};
 use crate::terminal::Terminals;
 use kimi_core::host::SessionHost;
 
-/// How a prompt's turn ended.
-struct Outcome {
-    reason: TurnEndReason,
-    error: Option<String>,
-}
-
-/// Prompts waiting for their turn to end: not started yet (in submit order), and started.
-#[derive(Default)]
-struct Waiters {
-    queued: VecDeque<oneshot::Sender<Outcome>>,
-    started: HashMap<u64, oneshot::Sender<Outcome>>,
-    /// `/flow:<name>` prompts, answered when their flow finishes or stops (in start order).
-    flows: VecDeque<oneshot::Sender<Outcome>>,
-    /// `/rewind` prompts waiting for the engine's report (or its error).
-    rewinds: VecDeque<oneshot::Sender<Result<kimi_protocol::checkpoint::RewindReport, String>>>,
-}
-
-struct Live {
-    handle: AgentHandle,
+pub(crate) struct Live {
+    pub(crate) handle: AgentHandle,
     /// Ends when the agent has stopped (its journal complete); awaited at shutdown.
     join: Mutex<Option<tokio::task::JoinHandle<Vec<kimi_core::engine::turn::TurnResult>>>>,
     waiters: Mutex<Waiters>,
+    /// The editor shows `notice` updates (`session.notices`); otherwise notices are text.
+    pub(crate) notices: bool,
     /// The mode id the editor was last told.
-    mode: Mutex<&'static str>,
+    pub(crate) mode: Mutex<&'static str>,
     /// The session's working directory: relative paths in tool calls are against it.
-    cwd: PathBuf,
+    pub(crate) cwd: PathBuf,
     /// The event pump; it holds the session (and so its journal) until it is stopped.
     pump: Mutex<Option<tokio::task::JoinHandle<()>>>,
     /// Bash calls running in the editor's terminals (when it offers them).
-    terminals: Arc<Terminals>,
+    pub(crate) terminals: Arc<Terminals>,
 }
 
 /// The mode a session's agent is in now (permission mode, or plan mode on top of it).
-fn mode_of(handle: &AgentHandle) -> &'static str {
+pub(crate) fn mode_of(handle: &AgentHandle) -> &'static str {
     let config = &handle.runtime().config;
     let plan = config.plan.as_ref().is_some_and(|p| p.is_active());
     convert::current_mode_id(config.permissions.mode(), plan)
 }
 
 impl Live {
-    fn waiters(&self) -> std::sync::MutexGuard<'_, Waiters> {
+    pub(crate) fn waiters(&self) -> std::sync::MutexGuard<'_, Waiters> {
         self.waiters.lock().unwrap_or_else(PoisonError::into_inner)
     }
 }
@@ -98,247 +79,17 @@ fn no_session(id: &str) -> AcpError {
     )))
 }
 
-fn notify(cx: &ConnectionTo<Client>, session_id: &str, update: SessionUpdate) {
-    if let Err(err) = cx.send_notification(SessionNotification::new(session_id.to_owned(), update))
-    {
-        tracing::warn!("cannot send a session update: {err}");
-    }
-}
-
-/// Ask the editor about one tool call and pass the answer to the engine.
-async fn ask(
-    cx: ConnectionTo<Client>,
-    session_id: String,
-    handle: AgentHandle,
-    request: ApprovalRequest,
-) {
-    let mut title = format!("{}: {}", request.action, request.summary);
-    if let Some(danger) = &request.danger {
-        title.push_str(&format!(" (warning: {danger})"));
-    }
-    let review = request.tool_name == "ExitPlanMode";
-    let mut fields = ToolCallUpdateFields::new().title(title);
-    if let Some(detail) = request.detail.as_deref().filter(|d| !d.is_empty()) {
-        // The plan under review (or the command's detail) is shown with the question.
-        fields = fields.content(vec![ToolCallContent::from(ContentBlock::Text(
-            TextContent::new(detail),
-        ))]);
-    }
-    let tool_call = ToolCallUpdate::new(request.tool_call_id.clone(), fields);
-    let options = convert::permission_options(review, &request.options);
-    let answer = cx
-        .send_request(RequestPermissionRequest::new(
-            session_id.clone(),
-            tool_call,
-            options,
-        ))
-        .block_task()
-        .await;
-    let decision = match answer.map(|r| r.outcome) {
-        Ok(RequestPermissionOutcome::Selected(selected)) => {
-            convert::decision_for(&selected.option_id.0)
-        }
-        Ok(_) => ApprovalDecision::Reject,
-        Err(err) => {
-            tracing::warn!("permission request failed, rejecting the call: {err}");
-            ApprovalDecision::Reject
-        }
-    };
-    let approved = !matches!(
-        decision,
-        ApprovalDecision::Reject | ApprovalDecision::RejectWithFeedback { .. }
-    );
-    let call = request.tool_call_id.clone();
-    handle.send(Op::Approve {
-        request_id: request.request_id,
-        decision,
-    });
-    // The call left `pending`: it runs now (a rejected one ends `failed` with its result).
-    if approved {
-        notify(&cx, &session_id, convert::tool_running(&call));
-    }
-}
-
-/// Forward one session's engine events to the editor until the agent stops.
-async fn pump(
-    cx: ConnectionTo<Client>,
-    session_id: String,
-    live: Arc<Live>,
-    mut events: mpsc::UnboundedReceiver<Event>,
-) {
-    // The question event does not name its tool call; AskUserQuestion runs alone, so it is
-    // the last one started.
-    let mut asking_call = String::new();
-    // The call announced last, while it is not known whether it waits for permission: the
-    // engine announces a call, then asks (the next events are the approval phase and the
-    // request) or runs it (any other event).
-    let mut unsettled: Option<String> = None;
-    // A flow's last update comes before the end of the turn it stopped on; the prompt is
-    // answered at that end, with its reason.
-    let mut in_turn = false;
-    let mut flow_end: Option<kimi_protocol::flow::FlowUpdate> = None;
-    while let Some(event) = events.recv().await {
-        if let Some(call) = unsettled.take() {
-            match &event {
-                Event::Status {
-                    status: AgentStatus::AwaitingApproval { .. },
-                } => unsettled = Some(call),
-                Event::ApprovalRequested(request) if request.tool_call_id == call => {}
-                // The call's diff comes right after its announcement, before either.
-                Event::ToolDiff { tool_call_id, .. } if *tool_call_id == call => {
-                    unsettled = Some(call);
-                }
-                _ => notify(&cx, &session_id, convert::tool_running(&call)),
-            }
-        }
-        match event {
-            Event::TurnStarted { turn_id } => {
-                in_turn = true;
-                let mut waiters = live.waiters();
-                if let Some(waiter) = waiters.queued.pop_front() {
-                    waiters.started.insert(turn_id, waiter);
-                }
-            }
-            Event::TurnEnded {
-                turn_id,
-                reason,
-                error,
-            } => {
-                in_turn = false;
-                if let Some(end) = flow_end.take()
-                    && let Some(waiter) = live.waiters().flows.pop_front()
-                {
-                    let _ = waiter.send(flow_outcome(&end, reason));
-                }
-                if let Some(waiter) = live.waiters().started.remove(&turn_id) {
-                    let _ = waiter.send(Outcome { reason, error });
-                }
-            }
-            Event::FlowUpdated { update } => {
-                // The node prompts are the engine's: the editor sees where the flow is.
-                notify(
-                    &cx,
-                    &session_id,
-                    convert::agent_text(&format!("\n\n_{}_\n\n", update.describe())),
-                );
-                if update.state.is_over() {
-                    if in_turn {
-                        flow_end = Some(update);
-                    } else if let Some(waiter) = live.waiters().flows.pop_front() {
-                        let _ = waiter.send(flow_outcome(&update, TurnEndReason::Completed));
-                    }
-                }
-            }
-            Event::AssistantDelta { text } => notify(&cx, &session_id, convert::agent_text(&text)),
-            Event::ThinkingDelta { text } => {
-                notify(&cx, &session_id, convert::agent_thought(&text));
-            }
-            Event::ToolStarted { call } => {
-                if call.name == "AskUserQuestion" {
-                    asking_call.clone_from(&call.id);
-                }
-                if call.name == "Bash"
-                    && let Some(command) = convert::args_of(&call)["command"].as_str()
-                {
-                    live.terminals.expect(&call.id, command);
-                }
-                let before = convert::file_before_write(&call, &live.cwd);
-                notify(
-                    &cx,
-                    &session_id,
-                    convert::tool_started(&call, &live.cwd, before, ToolCallStatus::Pending),
-                );
-                unsettled = Some(call.id.clone());
-            }
-            Event::QuestionRequested {
-                request_id,
-                questions,
-            } => {
-                let call = if asking_call.is_empty() {
-                    request_id.clone()
-                } else {
-                    asking_call.clone()
-                };
-                tokio::spawn(crate::question::ask(
-                    cx.clone(),
-                    session_id.clone(),
-                    live.handle.clone(),
-                    call,
-                    request_id,
-                    questions,
-                ));
-            }
-            Event::ToolResult {
-                tool_call_id,
-                output,
-                is_error,
-            } => {
-                let terminal = live.terminals.finish(&tool_call_id);
-                notify(
-                    &cx,
-                    &session_id,
-                    convert::tool_finished(&tool_call_id, &output, is_error, terminal.as_deref()),
-                );
-                // EnterPlanMode / ExitPlanMode change the mode the editor shows.
-                let now = mode_of(&live.handle);
-                let changed = {
-                    let mut shown = live.mode.lock().unwrap_or_else(PoisonError::into_inner);
-                    std::mem::replace(&mut *shown, now) != now
-                };
-                if changed {
-                    notify(
-                        &cx,
-                        &session_id,
-                        SessionUpdate::CurrentModeUpdate(CurrentModeUpdate::new(now)),
-                    );
-                }
-            }
-            Event::ApprovalRequested(request) => {
-                tokio::spawn(ask(
-                    cx.clone(),
-                    session_id.clone(),
-                    live.handle.clone(),
-                    request,
-                ));
-            }
-            Event::Rewound { report } => {
-                if let Some(waiter) = live.waiters().rewinds.pop_front() {
-                    let _ = waiter.send(Ok(report));
-                }
-            }
-            Event::Error { message } if !live.waiters().rewinds.is_empty() => {
-                // A rewind is only sent while idle, so an error now is its answer.
-                if let Some(waiter) = live.waiters().rewinds.pop_front() {
-                    let _ = waiter.send(Err(message));
-                }
-            }
-            Event::ModelChanged { .. } => {
-                if let Some(options) = crate::config::options(&live.handle, None) {
-                    notify(
-                        &cx,
-                        &session_id,
-                        SessionUpdate::ConfigOptionUpdate(ConfigOptionUpdate::new(options)),
-                    );
-                }
-            }
-            Event::Warning { message } | Event::Error { message } => {
-                tracing::warn!("session {session_id}: {message}");
-            }
-            _ => {}
-        }
-    }
-}
-
 fn start(
     cx: &ConnectionTo<Client>,
     sessions: &Sessions,
     opened: OpenedSession,
     cwd: &Path,
-    terminals: Arc<Terminals>,
+    (terminals, notices): (Arc<Terminals>, bool),
 ) {
     let id = opened.session.state.id.clone();
     let live = Arc::new(Live {
         terminals,
+        notices,
         cwd: cwd.to_owned(),
         pump: Mutex::new(None),
         mode: Mutex::new(mode_of(&opened.agent.handle)),
@@ -480,7 +231,7 @@ fn open(
         }
     }
     let config = crate::config::options(&opened.agent.handle, None);
-    start(cx, &shared.sessions, opened, cwd, terminals);
+    start(cx, &shared.sessions, opened, cwd, (terminals, fs.notices));
     let mut commands = shared.host.commands(&id);
     commands.push((
         crate::rewind::COMMAND.0.to_owned(),
@@ -581,25 +332,6 @@ fn set_option(
     Ok(crate::config::options(&live.handle, Some((id, value))).unwrap_or_default())
 }
 
-/// A finished flow ends its prompt's turn; a stopped one fails it with the reason (or is
-/// cancelled, when the turn it stopped on was).
-fn flow_outcome(end: &kimi_protocol::flow::FlowUpdate, last_turn: TurnEndReason) -> Outcome {
-    match &end.state {
-        kimi_protocol::flow::FlowState::Finished => Outcome {
-            reason: TurnEndReason::Completed,
-            error: None,
-        },
-        _ if last_turn == TurnEndReason::Cancelled => Outcome {
-            reason: TurnEndReason::Cancelled,
-            error: None,
-        },
-        _ => Outcome {
-            reason: TurnEndReason::Failed,
-            error: Some(end.describe()),
-        },
-    }
-}
-
 fn stop_reason(
     outcome: Result<Outcome, oneshot::error::RecvError>,
 ) -> Result<StopReason, AcpError> {
@@ -638,6 +370,11 @@ fn initialize(shared: &Shared, request: &InitializeRequest) -> InitializeRespons
         read: fs.read_text_file,
         write: fs.write_text_file,
         terminal: request.client_capabilities.terminal,
+        notices: request
+            .client_capabilities
+            .session
+            .as_ref()
+            .is_some_and(|s| s.notices.is_some()),
     };
     InitializeResponse::new(
         request

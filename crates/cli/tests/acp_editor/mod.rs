@@ -83,6 +83,15 @@ impl Editor {
         )
     }
 
+    /// An editor that shows `notice` updates (`clientCapabilities.session.notices`).
+    pub fn start_with_notices(fx: &Fixture) -> Editor {
+        Editor::start_with(
+            fx.command(&["acp"]),
+            json!({"session": {"notices": {}}}),
+            None,
+        )
+    }
+
     pub fn start_command(command: std::process::Command) -> Editor {
         Editor::start_with(command, json!({}), None)
     }
@@ -394,6 +403,19 @@ impl Editor {
             .iter()
             .map(|u| u["sessionUpdate"].as_str().unwrap_or_default().to_owned())
             .collect()
+    }
+
+    /// Handle incoming messages until `done` holds (`false` after [`WAIT`] without it).
+    pub fn wait_until(&mut self, done: impl Fn(&Editor) -> bool) -> bool {
+        let deadline = std::time::Instant::now() + WAIT;
+        while !done(self) {
+            let left = deadline.saturating_duration_since(std::time::Instant::now());
+            let Ok(message) = self.lines.recv_timeout(left) else {
+                return false;
+            };
+            self.handle(message, 0);
+        }
+        true
     }
 
     pub fn agent_text(&self) -> String {
