@@ -751,8 +751,13 @@ async fn host_loop(
             }
             op = channels.ops.recv() => {
                 let Some(op) = op else { break };
+                let prompt = matches!(op, Op::Submit { .. });
                 if let Err(err) = launch.host.send(&opened.session.state.id, op).await {
-                    let _ = channels.host_updates.send(HostUpdate::Error(err.to_string())).await;
+                    let update = match err {
+                        kimi_core::host::HostError::Rejected(_) if prompt => HostUpdate::Refused(err.to_string()),
+                        _ => HostUpdate::Error(err.to_string()),
+                    };
+                    let _ = channels.host_updates.send(update).await;
                 }
             }
             request = channels.host_requests.recv() => {

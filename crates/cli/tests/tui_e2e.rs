@@ -979,7 +979,8 @@ fn fake_png(len: usize) -> Vec<u8> {
 /// Ctrl-V with the clipboard served from a file (`KIMI_RS_TEST_CLIPBOARD_FILE`, test support):
 /// text pastes as text, an image becomes `[image #1 png 35 KB]` and goes to the model as an
 /// image part between the typed words, and an unreadable clipboard is a notice. A model
-/// without `image_in` refuses the prompt with a notice and nothing reaches the model.
+/// without `image_in` refuses the prompt with a notice, nothing reaches the model, and the
+/// prompt (attachment included) is put back in the editor.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn ctrl_v_attaches_a_clipboard_image_and_the_model_receives_it() {
     use base64::Engine as _;
@@ -1062,9 +1063,15 @@ async fn ctrl_v_attaches_a_clipboard_image_and_the_model_receives_it() {
             t.contains("[image #1 png 35 KB]")
         });
         s.send(b"\r");
-        s.wait_for("the refusal", |t| {
-            t.contains("does not take images") && t.contains("image_in")
+        // Nothing typed or pasted is lost: the prompt, attachment included, is back in the
+        // editor (the token shows in the transcript's copy and in the editor).
+        s.wait_for("the refusal, the prompt back in the editor", |t| {
+            t.contains("does not take images")
+                && t.contains("image_in")
+                && t.contains("your prompt is back in the editor")
+                && t.matches("[image #1 png 35 KB]").count() >= 2
         });
+        s.send(b"\x15");
         s.send(b"\x04");
         let (status, text) = s.wait_exit("Ctrl-D");
         assert!(status.success(), "kimi-rs failed: {status}\n{text}");

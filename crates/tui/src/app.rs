@@ -111,6 +111,9 @@ pub struct App {
     pub(crate) info: SessionInfo,
     pub(crate) theme: Theme,
     pub(crate) editor: Editor,
+    /// The editor as it was when the last prompt was sent: put back if the session refuses
+    /// the prompt (`HostUpdate::Refused`), so nothing typed or pasted is lost.
+    pub(crate) sent: Option<Editor>,
     pub(crate) history: History,
     pub(crate) dialog: Option<Dialog>,
     pub(crate) approvals: VecDeque<ApprovalRequest>,
@@ -186,6 +189,7 @@ impl App {
             info: opts.info,
             theme: opts.theme,
             editor: Editor::new(opts.collapse_pastes),
+            sent: None,
             history,
             dialog: None,
             approvals: VecDeque::new(),
@@ -917,6 +921,22 @@ impl App {
             HostUpdate::Info(info) => self.info = info,
             HostUpdate::Notice(text) => self.notice(NoticeLevel::Info, text),
             HostUpdate::Error(text) => self.notice(NoticeLevel::Error, text),
+            HostUpdate::Refused(text) => {
+                match self.sent.take() {
+                    Some(sent) if self.editor.is_empty() => {
+                        self.editor = sent;
+                        self.notice(
+                            NoticeLevel::Error,
+                            format!("{text} (your prompt is back in the editor)"),
+                        );
+                    }
+                    _ => self.notice(NoticeLevel::Error, text),
+                }
+                // Refused before it was queued: the queue pane no longer holds it.
+                if self.busy {
+                    self.queued.pop_back();
+                }
+            }
             HostUpdate::Files(files) => self.files = Some(files),
             HostUpdate::Skills(skills) => self.skills = skills,
             HostUpdate::Warning(text) => self.notice(NoticeLevel::Warning, text),

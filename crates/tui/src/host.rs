@@ -142,6 +142,9 @@ pub enum HostUpdate {
     Info(SessionInfo),
     Notice(String),
     Error(String),
+    /// The session refused the prompt just sent (e.g. media its model cannot take): the
+    /// reason; the UI puts the prompt back into the editor.
+    Refused(String),
     /// The file index for `@` completion (built off the UI thread).
     Files(Vec<String>),
     /// Skills for the `/` completion menu (sent once the UI runs; replaces the list).

@@ -295,6 +295,7 @@ impl App {
         } else {
             text_op(text.clone())
         };
+        self.sent = Some(self.editor.clone());
         self.editor.clear();
         self.completion = None;
         if self.shell_mode {
