@@ -82,7 +82,7 @@ fn editor_picker_saves_the_choice_and_ctrl_g_runs_it() {
 }
 
 #[test]
-fn theme_problems_are_named_and_theme_picker_applies_and_saves() {
+fn theme_problems_are_named_and_theme_picker_previews_applies_and_saves() {
     let work = tempfile::tempdir().unwrap();
     let home = tempfile::tempdir().unwrap();
     let themes = home.path().join("themes");
@@ -112,6 +112,27 @@ fn theme_problems_are_named_and_theme_picker_applies_and_saves() {
         s.wait_for("the theme picker", |t| {
             t.contains("Colour theme") && t.contains("Deep Ocean") && t.contains("light")
         });
+        // Highlighting a theme previews it; Esc goes back without saving.
+        let before = s.raw.len();
+        s.send(b"ocean");
+        s.wait_raw("the previewed primary colour", |raw| {
+            pty::find(&raw[before..], b"38;2;30;144;255").is_some()
+        });
+        s.send(b"\x1b");
+        s.wait_for("the picker closed", |t| !t.contains("Colour theme"));
+        let after_esc = s.raw.len();
+        s.send(b"z");
+        s.wait_for("the typed letter", |t| t.contains("› z"));
+        assert!(
+            pty::find(&s.raw[after_esc..], b"38;2;30;144;255").is_none(),
+            "the preview outlived the picker"
+        );
+        assert_eq!(
+            std::fs::read_to_string(h.join("tui.toml")).unwrap(),
+            "theme = \"broken\"\n"
+        );
+        s.send(b"\x15/theme\r");
+        s.wait_for("the theme picker again", |t| t.contains("Colour theme"));
         let before = s.raw.len();
         s.send(b"ocean\r");
         s.wait_for("the confirmation", |t| {

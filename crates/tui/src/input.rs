@@ -635,8 +635,9 @@ impl App {
 
     fn dialog_result(&mut self, result: DialogResult) {
         match result {
-            DialogResult::Keep => {}
+            DialogResult::Keep => self.preview_theme(),
             DialogResult::Close => {
+                self.end_theme_preview();
                 if let Some(Dialog::Picker(p)) = &self.dialog
                     && p.kind == PickerKind::AddDirScope
                 {

@@ -7,7 +7,7 @@ use std::path::Path;
 
 use crate::app::App;
 use crate::cells::NoticeLevel;
-use crate::dialogs::{Picker, PickerItem, PickerKind};
+use crate::dialogs::{Dialog, Picker, PickerItem, PickerKind};
 use crate::notify::NotifySettings;
 use crate::settings::UiFiles;
 use crate::theme::ThemeChoice;
@@ -189,6 +189,49 @@ impl App {
             .position(|i| i.value == current)
             .unwrap_or(0);
         self.open_picker(picker);
+    }
+
+    /// While the `/theme` picker is open, draw with the highlighted theme (not saved; a
+    /// custom theme that cannot be read keeps the current look).
+    pub(crate) fn preview_theme(&mut self) {
+        let Some(Dialog::Picker(picker)) = &self.dialog else {
+            return;
+        };
+        if picker.kind != PickerKind::Theme {
+            return;
+        }
+        let Some(value) = picker
+            .visible()
+            .get(picker.selected)
+            .map(|item| item.value.to_owned())
+        else {
+            return;
+        };
+        let dir = self.themes_dir();
+        let choice = ThemeChoice::parse(&value);
+        if let ThemeChoice::Custom(custom) = &choice
+            && crate::theme_file::load(&dir, custom).is_err()
+        {
+            return;
+        }
+        self.theme = crate::theme_file::resolve(&choice, &dir, self.prefs.colours).0;
+    }
+
+    /// The `/theme` picker closed without a choice: back to the saved theme.
+    pub(crate) fn end_theme_preview(&mut self) {
+        if let Some(Dialog::Picker(picker)) = &self.dialog
+            && picker.kind == PickerKind::Theme
+        {
+            let dir = self.themes_dir();
+            self.theme = crate::theme_file::resolve(&self.prefs.theme, &dir, self.prefs.colours).0;
+        }
+    }
+
+    fn themes_dir(&self) -> std::path::PathBuf {
+        self.prefs
+            .files
+            .as_ref()
+            .map_or_else(|| Path::new("themes").to_owned(), |f| f.themes_dir.clone())
     }
 
     /// A theme was chosen: draw with it from now on and save it.
