@@ -203,7 +203,7 @@ impl App {
         let Some(value) = picker
             .visible()
             .get(picker.selected)
-            .map(|item| item.value.to_owned())
+            .map(|item| String::clone(&item.value))
         else {
             return;
         };
