@@ -364,3 +364,63 @@ fn bash_runs_in_the_editors_terminal_when_it_offers_one() {
     assert_eq!(last["content"][0], terminal, "{last}");
     editor.close();
 }
+
+/// Cancelling a prompt while its Bash command runs in the editor's terminal kills it there
+/// (`terminal/kill`), then releases the terminal; the prompt ends `cancelled` and the process
+/// is gone.
+#[test]
+fn cancel_kills_the_command_in_the_editors_terminal() {
+    let fifo = tempfile::tempdir().unwrap();
+    let pipe = fifo.path().join("started");
+    assert!(
+        std::process::Command::new("mkfifo")
+            .arg(&pipe)
+            .status()
+            .unwrap()
+            .success()
+    );
+    let command = format!("echo $$ > {} && exec sleep 300", pipe.display());
+    let fx = Fixture::new(
+        CORE_FORMATS[0],
+        vec![
+            ScriptTurn::tool_calls(&[("slow", "Bash", &json!({"command": command}).to_string())]),
+            ScriptTurn::text("unused"),
+        ],
+    );
+    let mut editor = Editor::start_with_terminal(&fx);
+    let session = editor.new_session(&fx);
+    let id = editor.send(
+        "session/prompt",
+        json!({"sessionId": session, "prompt": [{"type": "text", "text": "run the slow thing"}]}),
+    );
+    // The editor answers the approval and creates the terminal; the FIFO says the command
+    // runs (and which process it is).
+    let reader = std::thread::spawn(move || std::fs::read_to_string(pipe).unwrap());
+    assert!(editor.wait_until(|e| {
+        e.terminal_calls
+            .iter()
+            .any(|c| c.starts_with("create term-1"))
+    }));
+    let pid: i32 = reader.join().unwrap().trim().parse().unwrap();
+    editor.write(
+        json!({"jsonrpc": "2.0", "method": "session/cancel", "params": {"sessionId": session}}),
+    );
+    let response = editor.wait_for(id);
+    assert_eq!(response["result"]["stopReason"], "cancelled", "{response}");
+    assert!(
+        editor
+            .wait_until(|e| e.terminal_calls.last().map(String::as_str) == Some("release term-1")),
+        "{:?}",
+        editor.terminal_calls
+    );
+    assert!(
+        editor.terminal_calls.contains(&"kill term-1".to_owned()),
+        "{:?}",
+        editor.terminal_calls
+    );
+    // The killed process is reaped by the editor's waiter thread: it no longer exists.
+    common::wait_until("the killed command to be gone", || {
+        !std::path::Path::new(&format!("/proc/{pid}")).exists()
+    });
+    editor.close();
+}
