@@ -26,6 +26,7 @@
 pub mod add_dir;
 pub mod agent_card;
 pub mod app;
+mod app_events;
 pub mod btw;
 pub mod cells;
 pub mod clipboard;
@@ -56,6 +57,7 @@ pub mod theme;
 pub mod theme_file;
 pub mod todo_panel;
 pub mod tool_card;
+mod transcript;
 pub mod web_handoff;
 pub mod wrap;
 
