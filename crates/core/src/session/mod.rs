@@ -10,26 +10,27 @@ use kimi_llm::{ModelParams, Provider, RetryPolicy};
 use kimi_store::{FsyncPolicy, Home, JournalOptions, MAIN_AGENT, Session, SessionStore};
 use kimi_tools::ToolContext;
 
-use crate::cron::tools::{CronCreateTool, CronDeleteTool, CronListTool};
 use crate::cron::{CronOptions, CronService};
 use crate::engine::agent::{SpawnedAgent, spawn_linked};
-use crate::engine::hooks::EngineHooks;
-use crate::engine::log::BoundProfile;
 use crate::engine::log::{AgentLog, Restored};
 use crate::engine::model::{ActiveModel, ModelResolver, ModelSlot};
 use crate::engine::permissions::ChainPolicy;
 use crate::engine::records::profile_bind;
 use crate::engine::runtime::{AgentConfig, FrontLink, PermissionPolicy};
-use crate::hooks::{CommonPayload, HookEventData, HookRunner, load_hooks};
+use crate::hooks::HookEventData;
 use crate::permission::{PermissionState, SessionApprovals, Workspace};
 use crate::plan::PlanMode;
-use crate::plan::tools::{EnterPlanModeTool, ExitPlanModeTool};
-use crate::profile::catalog::load_agent_file;
-use crate::profile::{
-    AgentDirs, DEFAULT_MAIN, Profile, ProfileCatalog, ProfileSource, PromptEnv, registry_for,
-    render_profile_prompt,
+use crate::profile::{AgentDirs, ProfileCatalog, PromptEnv, render_profile_prompt};
+use crate::subagent::{HostParts, SubagentHost};
+
+mod environment;
+mod parts;
+
+pub use environment::{EnvironmentBinding, EnvironmentSwitch, environment_reminder};
+use parts::{
+    apply_tool_settings, choose_profile, compaction_config, expand_dir, main_registry,
+    open_checkpoints, restored_model, restored_profile, sandbox_launcher, session_hooks,
 };
-use crate::subagent::{AgentTool, HostParts, SubagentHost};
 
 #[derive(Debug, thiserror::Error)]
 pub enum SessionError {
@@ -53,28 +54,6 @@ pub enum SessionError {
     Environment(String),
 }
 
-/// A new session's execution environment: the connected target and the working directory on it.
-#[derive(Clone)]
-pub struct EnvironmentBinding {
-    pub environment: Arc<dyn kimi_tools::Environment>,
-    pub cwd: PathBuf,
-}
-
-impl EnvironmentBinding {
-    /// The journal record of this binding (`environment.bind`).
-    pub fn record(&self) -> kimi_protocol::record::EnvironmentBind {
-        let info = self.environment.info();
-        kimi_protocol::record::EnvironmentBind {
-            id: info.id.clone(),
-            kind: info.kind.clone(),
-            cwd: self.cwd.display().to_string(),
-            os: info.os.clone(),
-            arch: info.arch.clone(),
-            shell: info.shell.clone(),
-        }
-    }
-}
-
 /// The declared environments subagents can be placed on (`Agent`'s `environment`,
 /// `AgentSwarm`'s `environments`); the front end implements it over `[environments]`.
 pub trait EnvironmentCatalog: Send + Sync {
@@ -94,42 +73,8 @@ pub type EnvironmentResolver = Arc<
         + Sync,
 >;
 
-/// Where a resumed session's tools move to (TUI `/environment <id>`, at a turn boundary).
-#[derive(Clone)]
-pub enum EnvironmentSwitch {
-    To(EnvironmentBinding),
-    /// Back to this machine, in the session's working directory here.
-    Local,
-}
-
 /// The id an `environment.bind` record uses for this machine (after a switch back).
 pub const LOCAL_ENVIRONMENT: &str = "local";
-
-/// The reminder that tells the model where its tools run (journaled with the binding).
-pub fn environment_reminder(
-    bind: &kimi_protocol::record::EnvironmentBind,
-) -> kimi_protocol::Message {
-    let text = if bind.id == LOCAL_ENVIRONMENT {
-        format!(
-            "<system-reminder>\nThis session's tools now run on the user's machine again ({} {}, shell {}), in {}. \
-             Paths of the environment used before mean nothing here.\n</system-reminder>",
-            bind.os, bind.arch, bind.shell, bind.cwd
-        )
-    } else {
-        format!(
-            "<system-reminder>\nThis session's tools run on the remote environment `{}` ({}), not on the user's machine: \
-         {} {}, shell {}, working directory {}. Read, Write, Edit, Grep, Glob and Bash act on files and processes there; \
-         paths are that machine's.\n</system-reminder>",
-            bind.id, bind.kind, bind.os, bind.arch, bind.shell, bind.cwd
-        )
-    };
-    let mut message = kimi_protocol::Message::new(
-        kimi_protocol::Role::User,
-        vec![kimi_protocol::ContentPart::text(text)],
-    );
-    message.origin = Some(kimi_protocol::Origin::injection("environment"));
-    message
-}
 
 /// Which profile the main agent of a new session is bound to (a resumed session keeps the one
 /// its journal names).
@@ -266,76 +211,6 @@ static SANDBOX_HELPER: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new()
 
 pub fn register_sandbox_helper(exe: PathBuf) {
     let _ = SANDBOX_HELPER.set(exe);
-}
-
-/// `[sandbox] mode = "workspace-write"`: the launcher prefix for Bash with one warning per
-/// protection this kernel lacks, or why the sandbox is off. The first session of the process
-/// that asks for the sandbox logs what the kernel supports.
-fn sandbox_launcher(
-    home: &Path,
-    cwd: &Path,
-    additional: &[PathBuf],
-    config: &kimi_config::Config,
-) -> Result<(Vec<String>, Vec<String>), String> {
-    use crate::permission::sandbox::{
-        SandboxMode, SandboxPolicy, SandboxSupport, helper_command, kernel_support, sandbox_mode,
-    };
-    match sandbox_mode(config.sandbox.mode.as_deref())
-        .map_err(|e| format!("{}: {e}", config.path.display()))?
-    {
-        SandboxMode::Off => return Ok((Vec::new(), Vec::new())),
-        SandboxMode::WorkspaceWrite => {}
-    }
-    let support = kernel_support();
-    static LOGGED: std::sync::Once = std::sync::Once::new();
-    LOGGED.call_once(|| tracing::info!("{}", support.log_line()));
-    if let SandboxSupport::Unavailable { reason } = support.support() {
-        return Err(format!(
-            "the OS sandbox is not available here ({reason}); Bash runs with the permission chain only"
-        ));
-    }
-    let Some(helper) = SANDBOX_HELPER.get() else {
-        return Err(
-            "no sandbox helper is registered in this process; Bash runs unsandboxed".to_owned(),
-        );
-    };
-    let workspace = Workspace::new(cwd, additional, std::env::home_dir().as_deref());
-    let policy = SandboxPolicy::workspace_write(&workspace, &[std::env::temp_dir()], home);
-    let cmd =
-        helper_command(helper, &["__sandbox-exec"], &policy, &[]).map_err(|e| e.to_string())?;
-    let mut argv = vec![cmd.get_program().to_string_lossy().into_owned()];
-    argv.extend(cmd.get_args().map(|a| a.to_string_lossy().into_owned()));
-    Ok((argv, support.missing()))
-}
-
-/// `[[hooks]]` of the parsed config (re-read when the file changes); invalid entries are
-/// reported and left out.
-fn session_hooks(
-    config: &kimi_config::Config,
-    plugin_hooks: &[crate::hooks::HookDef],
-    cwd: &Path,
-    session_id: &str,
-) -> (Option<Arc<EngineHooks>>, Vec<String>) {
-    let loaded = load_hooks(&config.hooks);
-    let warnings = loaded
-        .errors
-        .iter()
-        .map(|e| format!("{}: {e}", config.path.display()))
-        .collect();
-    let set = loaded.hooks;
-    let hooks = EngineHooks::new(
-        set,
-        HookRunner::new(cwd),
-        CommonPayload {
-            session_id: session_id.to_owned(),
-            cwd: cwd.display().to_string(),
-            client_type: "kimi_rs_cli".to_owned(),
-            session_title: None,
-        },
-        Some(config.clone()),
-    )
-    .with_extra(plugin_hooks.to_vec());
-    (Some(Arc::new(hooks)), warnings)
 }
 
 /// Keeps `state.json` (and the index) current as prompts arrive: the first prompt names an
@@ -906,204 +781,6 @@ pub fn open_session(mut setup: SessionSetup) -> Result<OpenedSession, SessionErr
         profile,
         cron,
     })
-}
-
-/// The model a resumed session switched to last (`model.set`), built again; the error says
-/// why the session goes on with the launch's model instead.
-fn restored_model(
-    models: Option<&dyn ModelResolver>,
-    set: &kimi_protocol::record::ModelSet,
-    launch: &ActiveModel,
-) -> Result<ActiveModel, String> {
-    let effort = match set.effort.as_deref() {
-        Some(text) => Some(crate::engine::model::parse_effort(text)?),
-        None => None,
-    };
-    let alias = set.alias.clone().unwrap_or_else(|| launch.alias.clone());
-    match models {
-        Some(models) => models.resolve(&alias, effort).map_err(|err| {
-            format!(
-                "this session last used the model `{alias}`, which cannot be used now ({err}); it goes on with `{}`. Switch with /model",
-                launch.alias
-            )
-        }),
-        None if alias == launch.alias => {
-            let mut model = launch.clone();
-            if let Some(effort) = effort {
-                model.params.thinking = Some(effort);
-                model.requested_effort = Some(effort);
-            }
-            Ok(model)
-        }
-        None => Err(format!(
-            "this session last used the model `{alias}`, but this front end cannot switch models; it goes on with `{}`",
-            launch.alias
-        )),
-    }
-}
-
-/// The session's checkpointer (`None` with `[checkpoint] enabled = false`), after retention
-/// pruned content only old checkpoints named.
-fn open_checkpoints(
-    config: &kimi_config::Checkpoint,
-    home: &Path,
-    cwd: &Path,
-    additional_dirs: &[PathBuf],
-    session_dir: &Path,
-    restored: &Restored,
-) -> Option<Arc<crate::checkpoint::Checkpoints>> {
-    if !config.enabled() {
-        return None;
-    }
-    let settings = crate::checkpoint::CheckpointSettings::from(config);
-    let mut roots = vec![cwd.to_path_buf()];
-    roots.extend(additional_dirs.iter().cloned());
-    let checkpoints = crate::checkpoint::Checkpoints::new(settings, session_dir, roots, home);
-    let pruned = crate::checkpoint::prune::prune(
-        checkpoints.blobs(),
-        &restored.checkpoint_steps,
-        checkpoints.settings(),
-        crate::engine::log::now_ms(),
-    );
-    if pruned.blobs > 0 {
-        tracing::info!(
-            blobs = pruned.blobs,
-            bytes = pruned.bytes,
-            "checkpoint content past checkpoint.retain_turns / retain_days pruned"
-        );
-    }
-    checkpoints.keep_existing_blobs();
-    Some(Arc::new(checkpoints))
-}
-
-/// The profile a new session's main agent is bound to.
-fn choose_profile(
-    catalog: &ProfileCatalog,
-    choice: &AgentChoice,
-    explicit: Option<&Path>,
-) -> Result<Profile, SessionError> {
-    match (choice, explicit) {
-        (AgentChoice::File(_), Some(path)) => {
-            // Bound as written, even when its name matches a built-in it did not override.
-            Ok(load_agent_file(path, ProfileSource::Explicit(path.to_owned()))?.0)
-        }
-        (AgentChoice::Named(name), _) => Ok(catalog.require(name)?.clone()),
-        (AgentChoice::Default | AgentChoice::File(_), _) => {
-            Ok(catalog.require(DEFAULT_MAIN)?.clone())
-        }
-    }
-}
-
-/// The profile a resumed main agent was bound to; journals from before profiles (`default`)
-/// and profiles that have disappeared fall back to the default one.
-fn restored_profile(
-    catalog: &ProfileCatalog,
-    bound: Option<&BoundProfile>,
-    warnings: &mut Vec<String>,
-) -> Profile {
-    let default = || {
-        catalog
-            .get(DEFAULT_MAIN)
-            .cloned()
-            .unwrap_or_else(crate::profile::builtin::default_main)
-    };
-    let Some(bound) = bound.filter(|b| b.name != "default") else {
-        return default();
-    };
-    if let Some(file) = &bound.file
-        && let Ok((profile, _)) = load_agent_file(file, ProfileSource::Explicit(file.clone()))
-    {
-        return profile;
-    }
-    if let Some(profile) = catalog.get(&bound.name) {
-        return profile.clone();
-    }
-    warnings.push(format!(
-        "this session was started with agent `{}`, which no longer exists; continuing with the default agent's tools",
-        bound.name
-    ));
-    default()
-}
-
-/// The main agent's tools: the built-ins, the front end's (and the goal tools), `Agent`, the
-/// plan-mode tools and (unless disabled) the cron tools, as its profile allows.
-fn main_registry(
-    profile: &Profile,
-    extension_tools: &[Arc<dyn kimi_tools::Tool>],
-    late_tools: Option<&kimi_tools::LateTools>,
-    subagents: &Arc<SubagentHost>,
-    plan: &Arc<PlanMode>,
-    cron: Option<&Arc<CronService>>,
-    allowed: &kimi_config::Tools,
-) -> kimi_tools::ToolRegistry {
-    let mut all = kimi_tools::builtin::default_registry();
-    for tool in extension_tools {
-        all.register(tool.clone());
-    }
-    all.register(Arc::new(AgentTool::new(subagents.clone())));
-    all.register(crate::subagent::AgentSwarmTool::shared(subagents));
-    all.register(Arc::new(EnterPlanModeTool::new(plan.clone())));
-    all.register(Arc::new(ExitPlanModeTool::new(plan.clone())));
-    if let Some(cron) = cron {
-        all.register(Arc::new(CronCreateTool::new(cron.clone())));
-        all.register(Arc::new(CronListTool::new(cron.clone())));
-        all.register(Arc::new(CronDeleteTool::new(cron.clone())));
-    }
-    // `[tools] enabled/disabled` decide which tools exist at all, before the profile's list;
-    // MCP tools that join later pass the same filter.
-    let tools: Vec<Arc<dyn kimi_tools::Tool>> = all
-        .names()
-        .iter()
-        .filter(|n| allowed.allows(n))
-        .filter_map(|n| all.get(n))
-        .collect();
-    let mut registry = registry_for(profile, &tools);
-    if let Some(late) = late_tools {
-        crate::profile::attach_late_for(&mut registry, profile, late, allowed);
-    }
-    registry
-}
-
-/// `~/x` from the user's home, a relative path from `cwd`.
-fn expand_dir(dir: &str, cwd: &Path) -> PathBuf {
-    match (dir.strip_prefix("~/"), std::env::home_dir()) {
-        (Some(rest), Some(home)) => home.join(rest),
-        _ => cwd.join(dir),
-    }
-}
-
-/// `[loop_control] compaction_trigger_ratio` and `reserved_context_size` over the defaults.
-fn compaction_config(
-    loop_control: &kimi_config::LoopControl,
-) -> kimi_context::compaction::trigger::CompactionConfig {
-    let mut config = kimi_context::compaction::trigger::CompactionConfig::default();
-    if let Some(ratio) = loop_control.compaction_trigger_ratio {
-        config.trigger_ratio = ratio;
-    }
-    if let Some(reserved) = loop_control.reserved_context_size {
-        config.reserved_context_size = reserved;
-    }
-    config
-}
-
-/// `[background]` keys the tools act on: the kill grace (the task manager is reopened with
-/// it), auto-backgrounding of a timed-out command and its task timeout.
-fn apply_tool_settings(
-    ctx: &mut ToolContext,
-    background: &kimi_config::Background,
-    agent_dir: &Path,
-) {
-    if let Some(ms) = background.kill_grace_period_ms {
-        ctx.settings.kill_grace = std::time::Duration::from_millis(ms);
-        ctx.tasks =
-            kimi_tools::tasks::TaskManager::open(agent_dir.join("tasks"), ctx.settings.kill_grace);
-    }
-    if let Some(on) = background.bash_auto_background_on_timeout {
-        ctx.settings.bash_auto_background_on_timeout = on;
-    }
-    if let Some(secs) = background.bash_task_timeout_s {
-        ctx.settings.bash_task_timeout_s = secs;
-    }
 }
 
 #[cfg(test)]
