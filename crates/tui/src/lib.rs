@@ -51,6 +51,7 @@ pub mod render;
 pub mod rewind;
 pub mod runtime;
 pub mod settings;
+mod slash_run;
 pub mod status_command;
 pub mod swarm;
 pub mod theme;
