@@ -360,8 +360,8 @@ pub fn shell(data: &[u8]) {
 }
 
 /// Flow skills' charts, read as mermaid and as d2: a chart either fails with an error or is a
-/// graph a walk can follow — its BEGIN and END exist, every edge joins known nodes, and every
-/// decision's labels lead where their edges go.
+/// graph a walk can follow — its BEGIN and END exist, END is reachable, every edge joins known
+/// nodes, and every reachable decision's labels lead where their edges go.
 pub fn flow_chart(data: &[u8]) {
     use kimi_protocol::flow::{FlowGraph, FlowNodeKind};
 
@@ -378,10 +378,22 @@ pub fn flow_chart(data: &[u8]) {
                 "{edge:?} in {graph:?}"
             );
         }
+        // Only what a walk can reach matters (nodes drawn apart from the flow never run).
+        let mut reachable = vec![graph.begin.as_str()];
+        let mut at = 0;
+        while let Some(id) = reachable.get(at).copied() {
+            for edge in graph.outgoing(id) {
+                if !reachable.contains(&edge.to.as_str()) {
+                    reachable.push(&edge.to);
+                }
+            }
+            at += 1;
+        }
+        assert!(reachable.contains(&graph.end.as_str()), "{graph:?}");
         for node in graph
             .nodes
             .iter()
-            .filter(|n| n.kind == FlowNodeKind::Decision)
+            .filter(|n| n.kind == FlowNodeKind::Decision && reachable.contains(&n.id.as_str()))
         {
             for edge in graph.outgoing(&node.id) {
                 let label = edge.label.as_deref().unwrap_or_default();
