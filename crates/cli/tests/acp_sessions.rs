@@ -372,13 +372,7 @@ fn bash_runs_in_the_editors_terminal_when_it_offers_one() {
 fn cancel_kills_the_command_in_the_editors_terminal() {
     let fifo = tempfile::tempdir().unwrap();
     let pipe = fifo.path().join("started");
-    assert!(
-        std::process::Command::new("mkfifo")
-            .arg(&pipe)
-            .status()
-            .unwrap()
-            .success()
-    );
+    common::mkfifo(&pipe);
     let command = format!("echo $$ > {} && exec sleep 300", pipe.display());
     let fx = Fixture::new(
         CORE_FORMATS[0],
