@@ -11,6 +11,7 @@ use crate::compaction::handoff::{
     build_compaction_shape,
 };
 use crate::fold::{Change, FoldState};
+use crate::projector::{ProjectionCache, ProjectionPolicy, SharedProjection};
 use crate::tokens::EstimateCache;
 use crate::undo::{UndoCut, UndoUnavailable, precheck_undo};
 
@@ -49,6 +50,7 @@ pub struct History {
     fold: FoldState,
     config: HistoryConfig,
     estimates: EstimateCache,
+    projection: ProjectionCache,
 }
 
 /// Why a context record was not applied.
@@ -111,6 +113,7 @@ impl History {
             messages,
             config,
             estimates: EstimateCache::default(),
+            projection: ProjectionCache::default(),
         }
     }
 
@@ -159,6 +162,13 @@ impl History {
         self.estimates.total(&self.messages)
     }
 
+    /// The projection of [`History::messages`] under `policy` (the same as
+    /// [`crate::projector::project_with`]), with shared messages; the default policy costs only
+    /// the messages changed since it was last asked for.
+    pub fn project(&self, policy: &ProjectionPolicy) -> SharedProjection {
+        self.projection.project_with(&self.messages, policy)
+    }
+
     pub fn append_message(&mut self, message: Message) -> Option<Change> {
         let change = self.fold.append_message(&mut self.messages, message);
         self.changed(change)
@@ -172,6 +182,7 @@ impl History {
     fn changed(&mut self, change: Option<Change>) -> Option<Change> {
         if let Some(change) = change {
             self.estimates.invalidate(change.from);
+            self.projection.invalidate(change.from);
         }
         change
     }
@@ -181,6 +192,7 @@ impl History {
         let had_content = !self.messages.is_empty();
         self.messages.clear();
         self.estimates.invalidate(0);
+        self.projection.invalidate(0);
         self.fold = FoldState::default();
         had_content.then_some(Change { from: 0 })
     }
@@ -235,6 +247,7 @@ impl History {
         self.messages.truncate(keep);
         self.messages.extend(tail);
         self.estimates.invalidate(keep);
+        self.projection.invalidate(keep);
         self.fold = FoldState::recover(&self.messages);
     }
 
@@ -671,6 +684,31 @@ mod tests {
             prop_assert_eq!(h.estimated_tokens(), estimate_messages(h.messages()));
             let copy = h.clone();
             prop_assert_eq!(copy.estimated_tokens(), estimate_messages(copy.messages()));
+        }
+
+        #[test]
+        fn the_cached_projection_matches_a_full_projection_after_every_record(
+            records in journal(),
+            count in 1u64..4,
+        ) {
+            let normal = crate::projector::ProjectionPolicy::default();
+            let check = |h: &History| -> Result<(), TestCaseError> {
+                let full = crate::projector::project(h.messages());
+                let shared = h.project(&normal);
+                prop_assert_eq!(shared.to_messages(), full.messages);
+                prop_assert_eq!(shared.anomalies, full.anomalies);
+                Ok(())
+            };
+            let mut h = History::default();
+            for record in records {
+                h.replay_values([record], "main");
+                // Asked after every record (steps open, stream, settle), so a stale head would
+                // show in the next request.
+                check(&h)?;
+            }
+            let _ = h.undo(count);
+            check(&h)?;
+            check(&h.clone())?;
         }
 
         #[test]

@@ -431,7 +431,7 @@ async fn a_steer_after_the_last_gate_of_a_task_notice_turn_reaches_the_model() {
         .iter()
         .rev()
         .find(|m| m.role == kimi_protocol::Role::User)
-        .map(kimi_protocol::Message::text)
+        .map(|m| m.text())
         .unwrap_or_default();
     assert!(last_user.contains("LATE STEER"), "{last_user}");
     close(opened).await;

@@ -1,5 +1,7 @@
 //! What the engine asks a provider for: one projected conversation plus model parameters.
 
+use std::sync::Arc;
+
 use kimi_protocol::{Message, ToolSchema};
 use serde::{Deserialize, Serialize};
 use tokio_util::sync::CancellationToken;
@@ -73,10 +75,12 @@ pub struct ModelParams {
 
 /// One model request. `messages` are already projected (wire messages, no system message);
 /// the system prompt travels separately because every wire format places it differently.
+/// Messages are shared (`Arc`) so that a long conversation's request reuses the messages the
+/// engine's projection cache holds instead of copying them every step.
 #[derive(Debug, Clone, Default)]
 pub struct ChatRequest {
     pub system: String,
-    pub messages: Vec<Message>,
+    pub messages: Vec<Arc<Message>>,
     pub tools: Vec<ToolSchema>,
     pub params: ModelParams,
     /// The session id; Kimi sends it as `prompt_cache_key`, others ignore it (§5.4).
@@ -89,7 +93,7 @@ impl ChatRequest {
     pub fn new(system: impl Into<String>, messages: Vec<Message>) -> Self {
         ChatRequest {
             system: system.into(),
-            messages,
+            messages: messages.into_iter().map(Arc::new).collect(),
             ..ChatRequest::default()
         }
     }

@@ -69,5 +69,6 @@ pub(crate) fn wire_messages(
     request
         .messages
         .iter()
+        .map(|m| &**m)
         .filter(|m| !m.is_tool_declaration_only())
 }

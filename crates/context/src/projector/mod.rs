@@ -4,8 +4,10 @@
 //! `project` is what every request uses; `project_strict` adds the passes a request falls back to
 //! after a provider rejected the structure (§b.5, §b.8); media policies replace old or
 //! incompatible media with text markers (§b.7). The work is one pass over history plus one pass
-//! over the blocks it produced, so cost grows linearly with history length.
+//! over the blocks it produced, so cost grows linearly with history length; [`ProjectionCache`]
+//! serves a growing history's requests at the cost of what changed since the last one.
 
+mod cache;
 mod media;
 mod pairing;
 mod policy;
@@ -14,6 +16,7 @@ mod strict;
 
 use kimi_protocol::{Message, Role};
 
+pub use cache::{ProjectionCache, SharedProjection};
 pub use media::{
     AUDIO_DEGRADED, AUDIO_STRIPPED, IMAGE_DEGRADED, IMAGE_STRIPPED, MEDIA_KEPT_WHEN_DEGRADED,
     MediaIdentity, MediaSnapshot, VIDEO_DEGRADED, VIDEO_STRIPPED, media_snapshot,
@@ -197,3 +200,6 @@ pub fn project_with(history: &[Message], policy: &ProjectionPolicy) -> Projectio
 
 #[cfg(test)]
 mod tests;
+
+#[cfg(test)]
+mod cache_tests;

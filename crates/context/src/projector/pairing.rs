@@ -104,9 +104,36 @@ fn mergeable(message: &Message) -> bool {
 }
 
 pub(super) fn project_blocks(history: &[Message], anomalies: &mut Vec<Anomaly>) -> Projected {
+    project_tail(history, false, anomalies).0
+}
+
+/// A point of a projection that later messages cannot change: `history[..history]` projects to
+/// the first `messages` wire messages and the first `anomalies` anomalies, whatever follows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) struct Checkpoint {
+    pub history: usize,
+    pub messages: usize,
+    pub anomalies: usize,
+}
+
+/// Project `history` as the tail of a longer one whose head ended at a [`Checkpoint`]
+/// (`assistant_before`: the head held an assistant message; `false` and an empty head give the
+/// plain projection). Also returns the last checkpoint inside `history`, with positions
+/// relative to it (`anomalies` counts what the vector already held).
+///
+/// A position is a checkpoint when what precedes it is final: every call there is answered or
+/// closed (so no later message can pair with it), the last block is not a user prompt a later
+/// one could merge into, an assistant message was seen (so the `sizing` layout is off for every
+/// history that starts this way), and no `trailing` flag there depends on what follows (a
+/// synthesized result's owner is before the last non-tool message).
+pub(super) fn project_tail(
+    history: &[Message],
+    assistant_before: bool,
+    anomalies: &mut Vec<Anomaly>,
+) -> (Projected, Option<Checkpoint>) {
     // §b.1: layout pre-pass over non-partial, non-tool messages.
     let mut last_non_tool: Option<usize> = None;
-    let mut has_assistant = false;
+    let mut has_assistant = assistant_before;
     for (index, message) in history.iter().enumerate() {
         if message.partial || message.role == Role::Tool {
             continue;
@@ -122,9 +149,33 @@ pub(super) fn project_blocks(history: &[Message], anomalies: &mut Vec<Anomaly>) 
     let mut open: HashMap<&str, (usize, usize)> = HashMap::new();
     let mut answers: Vec<Option<Message>> = Vec::new();
     let mut foreign: u64 = 0;
+    // Checkpoint bookkeeping (see the doc comment): what the pairing pass has seen so far.
+    let mut seen_assistant = assistant_before;
+    let mut seen_non_tool: Option<usize> = None;
+    let mut synthesized_owner: Option<usize> = None;
+    let mut seen_partial = false;
+    let mut checkpoint: Option<(usize, usize, usize)> = None;
     for (index, message) in history.iter().enumerate() {
+        if !seen_partial
+            && is_checkpoint(
+                &blocks,
+                &open,
+                seen_assistant,
+                seen_non_tool,
+                synthesized_owner,
+            )
+        {
+            checkpoint = Some((index, blocks.len(), anomalies.len()));
+        }
         if message.partial {
+            // A partial message is still being written: a head that includes it would be
+            // invalidated by the next streamed part, so checkpoints stop before it.
+            seen_partial = true;
             continue;
+        }
+        if message.role != Role::Tool {
+            seen_non_tool = Some(index);
+            seen_assistant |= message.role == Role::Assistant;
         }
         if message.role == Role::Tool && !sizing {
             let Some(id) = message.tool_call_id.as_deref() else {
@@ -202,6 +253,7 @@ pub(super) fn project_blocks(history: &[Message], anomalies: &mut Vec<Anomaly>) 
                     tool_call_id: id.to_owned(),
                     trailing: is_trailing(owner),
                 });
+                synthesized_owner = synthesized_owner.max(Some(owner));
             }
             open.insert(id, (block_index, slots.len()));
             slots.push(Slot {
@@ -218,13 +270,38 @@ pub(super) fn project_blocks(history: &[Message], anomalies: &mut Vec<Anomaly>) 
         });
     }
 
+    if !seen_partial
+        && is_checkpoint(
+            &blocks,
+            &open,
+            seen_assistant,
+            seen_non_tool,
+            synthesized_owner,
+        )
+    {
+        checkpoint = Some((history.len(), blocks.len(), anomalies.len()));
+    }
+
     // §b.4: flattening pass.
     let mut out = Projected {
         messages: Vec::with_capacity(history.len()),
         placeholder: Vec::with_capacity(history.len()),
     };
     let mut group: Vec<(&Message, Vec<ContentPart>)> = Vec::new();
-    for block in blocks {
+    let mut checkpoint_out = None;
+    let block_count = blocks.len();
+    for (block_index, block) in blocks.into_iter().enumerate() {
+        // At a checkpoint the group is empty (its last block was not a mergeable prompt), so
+        // what was emitted so far is exactly the head's output.
+        if let Some((at, blocks_before, anomalies_before)) = checkpoint
+            && blocks_before == block_index
+        {
+            checkpoint_out = Some(Checkpoint {
+                history: at,
+                messages: out.messages.len(),
+                anomalies: anomalies_before,
+            });
+        }
         match block {
             Block::Plain { source, content } if mergeable(source) => {
                 group.push((source, content));
@@ -262,8 +339,36 @@ pub(super) fn project_blocks(history: &[Message], anomalies: &mut Vec<Anomaly>) 
             }
         }
     }
+    if let Some((at, blocks_before, anomalies_before)) = checkpoint
+        && blocks_before == block_count
+    {
+        // The checkpoint follows the last block (not a prompt, so nothing is grouped).
+        checkpoint_out = Some(Checkpoint {
+            history: at,
+            messages: out.messages.len(),
+            anomalies: anomalies_before,
+        });
+    }
     flush_group(&mut group, &mut out);
-    out
+    (out, checkpoint_out)
+}
+
+/// Whether the position after the messages paired so far is a checkpoint (see
+/// [`project_tail`]).
+fn is_checkpoint(
+    blocks: &[Block<'_>],
+    open: &HashMap<&str, (usize, usize)>,
+    seen_assistant: bool,
+    seen_non_tool: Option<usize>,
+    synthesized_owner: Option<usize>,
+) -> bool {
+    let last_is_prompt =
+        matches!(blocks.last(), Some(Block::Plain { source, .. }) if mergeable(source));
+    let trailing_settled = match synthesized_owner {
+        None => true,
+        Some(owner) => seen_non_tool.is_some_and(|last| owner < last),
+    };
+    seen_assistant && open.is_empty() && !last_is_prompt && trailing_settled
 }
 
 /// Emit a run of plain user prompts as one message: their texts joined by a blank line in one

@@ -6,7 +6,7 @@
 use std::sync::Arc;
 
 use futures::StreamExt;
-use kimi_context::projector::project;
+use kimi_context::projector::ProjectionPolicy;
 use kimi_llm::{Accumulator, ChatRequest, StallLimits, stream_watched};
 use kimi_protocol::Message;
 use kimi_protocol::ops::Event;
@@ -46,10 +46,14 @@ pub(crate) fn spawn(rt: &Arc<Runtime>, question: String) {
 
 async fn ask(rt: &Runtime, question: &str) -> Result<String, String> {
     let model = rt.config.model.get();
-    let mut messages = project(rt.log().history().messages()).messages;
-    messages.push(Message::user_text(format!(
+    let mut messages = rt
+        .log()
+        .history()
+        .project(&ProjectionPolicy::default())
+        .messages;
+    messages.push(Arc::new(Message::user_text(format!(
         "{SIDE_QUESTION_REMINDER}\n{question}"
-    )));
+    ))));
     let request = ChatRequest {
         system: rt.config.system_prompt.get(),
         messages,

@@ -53,7 +53,11 @@ async fn ask_for_summary(
     }
     let chat = ChatRequest {
         system: rt.config.system_prompt.get(),
-        messages: project(&request.messages).messages,
+        messages: project(&request.messages)
+            .messages
+            .into_iter()
+            .map(std::sync::Arc::new)
+            .collect(),
         tools: Vec::new(),
         params,
         cache_key: Some(rt.config.session_id.clone()),

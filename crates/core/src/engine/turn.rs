@@ -406,21 +406,24 @@ async fn stop_hook(rt: &Runtime) -> Option<String> {
 fn shaped_request(
     rt: &Runtime,
     policy: &ProjectionPolicy,
-) -> (Vec<Message>, Vec<kimi_protocol::ToolSchema>) {
+) -> (Vec<Arc<Message>>, Vec<kimi_protocol::ToolSchema>) {
     let log = rt.log();
     let history = log.history().messages();
+    let shared = |messages: Vec<Message>| messages.into_iter().map(Arc::new).collect();
     match &rt.config.tool_select {
         Some(state) => {
             let mut messages = project_with(history, policy).messages;
             let late = rt.config.tools.late();
             let pending = |name: &str| late.is_some_and(|late| late.may_provide(name));
             let tools = state.shape(rt.config.tools.schemas(), history, &mut messages, &pending);
-            (messages, tools)
+            (shared(messages), tools)
         }
         None => {
             let messages = match crate::tool_select::without_disclosure(history) {
-                Some(stripped) => project_with(&stripped, policy).messages,
-                None => project_with(history, policy).messages,
+                Some(stripped) => shared(project_with(&stripped, policy).messages),
+                // The usual case: history's projection cache re-projects only what changed
+                // since the last request, and the request shares its messages.
+                None => log.history().project(policy).messages,
             };
             (messages, rt.config.tools.schemas())
         }
