@@ -164,7 +164,13 @@ pub fn inject(rt: &Runtime, prompt_id: &str) {
     let Some(plan) = &rt.config.plan else {
         return;
     };
-    let active = plan.is_active();
+    let snapshot = plan.snapshot();
+    // Never entered on this branch: no reminder is in the history and none is due, so the
+    // step does not scan the whole conversation for one.
+    if !snapshot.active && snapshot.id.is_none() {
+        return;
+    }
+    let active = snapshot.active;
     let has_content = active && !plan.plan_text().trim().is_empty();
     let reminder = due(rt.log().history().messages(), active, has_content);
     if let Some(reminder) = reminder {
