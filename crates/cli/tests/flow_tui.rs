@@ -1,6 +1,6 @@
 //! A flow skill in the interactive UI, through a real pseudo-terminal: `/flow` completion offers
 //! it, `/flow:<name>` walks its chart with each step shown in the transcript, and Esc during a
-//! node's turn stops the flow with that reason.
+//! node's turn stops the flow with that reason; a resumed session shows the flow's steps again.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod common;
@@ -71,6 +71,18 @@ async fn a_flow_runs_in_the_tui_shows_its_steps_and_stops_on_esc() {
         s.send(b"\x04");
         let (status, text) = s.wait_exit("Ctrl-D");
         assert!(status.success(), "kimi-rs failed: {status}\n{text}");
+
+        // Shown again on resume: each node's prompt as the step it was, with its answer.
+        // `-c` finds it: starting the flow named the session.
+        let mut s = Session::spawn_sized(&work_path, &home_path, &url, &["-c"], 40, 110);
+        s.wait_for("the flow's steps in the resumed transcript", |t| {
+            t.contains("flow step: Run the checks")
+                && t.contains("All checks ran.")
+                && t.contains("flow step: Write the release notes")
+        });
+        s.send(b"\x04");
+        let (status, text) = s.wait_exit("Ctrl-D");
+        assert!(status.success(), "kimi-rs -c failed: {status}\n{text}");
     })
     .await
     .unwrap();

@@ -22,7 +22,7 @@ pub const MAX_MOVES: u32 = 1000;
 /// Times a decision is asked again when its reply names no branch.
 pub const MAX_REASKS: u32 = 3;
 /// The origin name of node prompts (`system_trigger`).
-pub const ORIGIN: &str = "flow";
+pub const ORIGIN: &str = kimi_protocol::flow::NODE_ORIGIN;
 
 /// The flow being walked.
 #[derive(Debug, Clone)]
@@ -78,6 +78,11 @@ pub fn start(rt: &Arc<Runtime>, name: String, graph: FlowGraph, prompt_id: Optio
     };
     if !announce(rt, &name, FlowState::Started, 0) {
         return;
+    }
+    // What the user typed names the session (its title until a better one, the last prompt),
+    // so `-c` and the session picker find a session that only ran a flow.
+    if let Some(meta) = &rt.config.session_meta {
+        meta.prompt_started(&format!("/flow:{name}"));
     }
     let prompt_id = prompt_id.unwrap_or_else(|| rec::new_id("msg_"));
     let waits = rt.shared().turn_cancel.is_some() || !rt.shared().jobs.is_empty();

@@ -8,6 +8,9 @@
 
 use serde::{Deserialize, Serialize};
 
+/// The `system_trigger` origin name of a flow's node prompts.
+pub const NODE_ORIGIN: &str = "flow";
+
 /// What a node is for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]

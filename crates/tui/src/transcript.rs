@@ -6,7 +6,7 @@ use kimi_protocol::message::{ContentPart, Message, Role};
 use kimi_protocol::origin::{KnownOrigin, Origin};
 
 use crate::app::App;
-use crate::cells::CellKind;
+use crate::cells::{CellKind, NoticeLevel};
 use crate::tool_card::{ToolCard, ToolStatus};
 
 impl App {
@@ -31,6 +31,15 @@ impl App {
                             | KnownOrigin::Retry { .. },
                         ) => false,
                     };
+                    // A flow's node prompt: shown as the step it was, not as typed text.
+                    if let Some(KnownOrigin::SystemTrigger { name }) =
+                        m.origin.as_ref().and_then(Origin::known)
+                        && name == kimi_protocol::flow::NODE_ORIGIN
+                    {
+                        let first = m.text().lines().next().unwrap_or_default().to_owned();
+                        self.notice(NoticeLevel::Info, format!("flow step: {first}"));
+                        continue;
+                    }
                     let mut text = m.text();
                     if let Some(KnownOrigin::User {
                         skill_activations: Some(loaded),
