@@ -45,11 +45,22 @@ async fn payloads(dir: &Path, event: &str, count: usize) -> Vec<Value> {
         if lines.len() >= count {
             return lines;
         }
-        assert!(
-            started.elapsed() < WAIT,
-            "{event}: {} of {count} payloads within {WAIT:?}",
-            lines.len()
-        );
+        if started.elapsed() >= WAIT {
+            // Say what the hooks left, so a failure under load explains itself.
+            let files: Vec<String> = std::fs::read_dir(dir)
+                .map(|entries| {
+                    entries
+                        .flatten()
+                        .map(|e| e.file_name().to_string_lossy().into_owned())
+                        .collect()
+                })
+                .unwrap_or_default();
+            panic!(
+                "{event}: {} of {count} payloads within {WAIT:?}; files in {}: {files:?}; text: {text:?}",
+                lines.len(),
+                dir.display()
+            );
+        }
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
 }
