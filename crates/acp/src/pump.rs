@@ -156,7 +156,8 @@ pub(crate) async fn pump(
                 if let Some(end) = flow_end.take()
                     && let Some(waiter) = live.waiters().flows.pop_front()
                 {
-                    let _ = waiter.send(flow_outcome(&end, reason));
+                    let (reason, error) = end.outcome(reason);
+                    let _ = waiter.send(Outcome { reason, error });
                 }
                 if let Some(waiter) = live.waiters().started.remove(&turn_id) {
                     let _ = waiter.send(Outcome { reason, error });
@@ -173,7 +174,8 @@ pub(crate) async fn pump(
                     if in_turn {
                         flow_end = Some(update);
                     } else if let Some(waiter) = live.waiters().flows.pop_front() {
-                        let _ = waiter.send(flow_outcome(&update, TurnEndReason::Completed));
+                        let (reason, error) = update.outcome(TurnEndReason::Completed);
+                        let _ = waiter.send(Outcome { reason, error });
                     }
                 }
             }
@@ -303,25 +305,6 @@ pub(crate) async fn pump(
             }
             _ => {}
         }
-    }
-}
-
-/// A finished flow ends its prompt's turn; a stopped one fails it with the reason (or is
-/// cancelled, when the turn it stopped on was).
-fn flow_outcome(end: &kimi_protocol::flow::FlowUpdate, last_turn: TurnEndReason) -> Outcome {
-    match &end.state {
-        kimi_protocol::flow::FlowState::Finished => Outcome {
-            reason: TurnEndReason::Completed,
-            error: None,
-        },
-        _ if last_turn == TurnEndReason::Cancelled => Outcome {
-            reason: TurnEndReason::Cancelled,
-            error: None,
-        },
-        _ => Outcome {
-            reason: TurnEndReason::Failed,
-            error: Some(end.describe()),
-        },
     }
 }
 

@@ -267,7 +267,7 @@ pub async fn drive_turn(
                 flow_end = Some(update.clone());
                 if !in_turn {
                     // Refused before any turn ran.
-                    return Ok(flow_outcome(update, TurnEndReason::Completed));
+                    return Ok(update.outcome(TurnEndReason::Completed));
                 }
             }
             _ => {}
@@ -276,7 +276,7 @@ pub async fn drive_turn(
             in_turn = false;
             if flow {
                 match &flow_end {
-                    Some(end) => return Ok(flow_outcome(end, reason)),
+                    Some(end) => return Ok(end.outcome(reason)),
                     // The flow queued its next node before this turn's end was announced.
                     None => continue,
                 }
@@ -289,19 +289,6 @@ pub async fn drive_turn(
             }
             return Ok((reason, error));
         }
-    }
-}
-
-/// How a print run of a flow ended: `finished` is success; `stopped` fails with its reason
-/// (cancelled when the turn it stopped on was).
-fn flow_outcome(
-    end: &kimi_protocol::flow::FlowUpdate,
-    last_turn: TurnEndReason,
-) -> (TurnEndReason, Option<String>) {
-    match &end.state {
-        kimi_protocol::flow::FlowState::Finished => (TurnEndReason::Completed, None),
-        _ if last_turn == TurnEndReason::Cancelled => (TurnEndReason::Cancelled, None),
-        _ => (TurnEndReason::Failed, Some(end.describe())),
     }
 }
 

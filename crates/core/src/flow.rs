@@ -85,7 +85,10 @@ pub fn start(rt: &Arc<Runtime>, name: String, graph: FlowGraph, prompt_id: Optio
         meta.prompt_started(&format!("/flow:{name}"));
     }
     let prompt_id = prompt_id.unwrap_or_else(|| rec::new_id("msg_"));
-    let waits = rt.shared().turn_cancel.is_some() || !rt.shared().jobs.is_empty();
+    let waits = {
+        let shared = rt.shared();
+        shared.turn_cancel.is_some() || !shared.jobs.is_empty()
+    };
     rt.emit(Event::PromptRecorded {
         prompt_id: prompt_id.clone(),
     });
@@ -173,7 +176,7 @@ fn enter(
         moves,
         asked: 1,
     };
-    queue_prompt(rt, flow, None);
+    queue_prompt(rt, flow, false);
 }
 
 /// The prompt of the flow's current node (with `nudge` after a reply that chose nothing).
@@ -198,8 +201,8 @@ fn node_prompt(flow: &ActiveFlow, nudge: bool) -> String {
     text
 }
 
-fn queue_prompt(rt: &Runtime, flow: ActiveFlow, nudge: Option<()>) {
-    let input = vec![ContentPart::text(node_prompt(&flow, nudge.is_some()))];
+fn queue_prompt(rt: &Runtime, flow: ActiveFlow, nudge: bool) {
+    let input = vec![ContentPart::text(node_prompt(&flow, nudge))];
     let job = Job::Prompt(Pending {
         prompt_id: flow.prompt_id.clone(),
         input,
@@ -314,7 +317,7 @@ pub fn turn_ended(rt: &Arc<Runtime>, prompt_id: &str, reason: TurnEndReason, err
         return;
     }
     flow.prompt_id = rec::new_id("msg_");
-    queue_prompt(rt, flow, Some(()));
+    queue_prompt(rt, flow, true);
 }
 
 /// Its next prompt was dropped from the queue (`Op::Cancel` with `queued`).

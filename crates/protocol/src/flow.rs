@@ -143,6 +143,21 @@ pub struct FlowUpdate {
 }
 
 impl FlowUpdate {
+    /// How the request that started a flow ends, given this last update and how the last
+    /// turn ended: `finished` completes it; `stopped` fails it with its line (or cancels it,
+    /// when the turn it stopped on was cancelled).
+    pub fn outcome(
+        &self,
+        last_turn: crate::ops::TurnEndReason,
+    ) -> (crate::ops::TurnEndReason, Option<String>) {
+        use crate::ops::TurnEndReason;
+        match &self.state {
+            FlowState::Finished => (TurnEndReason::Completed, None),
+            _ if last_turn == TurnEndReason::Cancelled => (TurnEndReason::Cancelled, None),
+            _ => (TurnEndReason::Failed, Some(self.describe())),
+        }
+    }
+
     /// One line for a transcript or stderr.
     pub fn describe(&self) -> String {
         let name = &self.name;
